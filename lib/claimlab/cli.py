@@ -1,0 +1,181 @@
+"""The `claimlab` command line. Every ClaimlabError becomes one line and a non-zero exit."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from . import params as params_mod
+from .errors import ClaimlabError, TargetUnavailable
+
+EXIT_ERROR, EXIT_INTERRUPTED = 1, 130
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="claimlab",
+        description="Re-test published MySQL performance claims on real servers, with repeated "
+                    "runs and honest statistics.",
+        epilog="Start with `claimlab targets`, then `claimlab run binlog_default --profile smoke`.")
+    p.add_argument("--debug", action="store_true", help="show tracebacks for errors")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    r = sub.add_parser("run", help="run an experiment and store every measurement",
+                       description="Run PARAMS (a name in params/ or a .yaml path). Measurements are "
+                                   "appended to data/raw/<experiment>/<run-id>/ as they complete.")
+    r.add_argument("params", help="experiment name (e.g. binlog_default) or params file path")
+    r.add_argument("--profile", default="quick", choices=params_mod.PROFILES,
+                   help="smoke: seconds, for tests; quick: minutes (default); full: publication-sized")
+    r.add_argument("--resume", metavar="RUN_ID", help="continue an interrupted run without "
+                                                      "repeating finished measurements")
+    r.add_argument("--data", type=Path, metavar="DIR", help="where raw runs live (default data/raw)")
+    r.add_argument("--work", type=Path, metavar="DIR", help="scratch space for server data "
+                                                            "directories (default work/)")
+    r.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+    v = sub.add_parser("validate", help="check params files without running anything",
+                       description="Load every profile of each params file and report the first error.")
+    v.add_argument("params", nargs="*", help="names or paths (default: every file in params/)")
+
+    t = sub.add_parser("targets", help="what servers are available here, and why not",
+                       description="For each target in the params files, say what would run or "
+                                   "exactly what is missing.")
+    t.add_argument("params", nargs="*", help="names or paths (default: every file in params/)")
+
+    ls = sub.add_parser("runs", help="list stored runs")
+    ls.add_argument("--data", type=Path, metavar="DIR", help="where raw runs live (default data/raw)")
+
+    a = sub.add_parser("analyze", help="effects, intervals and verdicts for stored runs",
+                       description="Analyse stored runs (no server needed) and print one line per "
+                                   "claim; --table writes the tidy table as CSV.")
+    a.add_argument("run_ids", nargs="+", metavar="RUN_ID")
+    a.add_argument("--data", type=Path, metavar="DIR", help="where raw runs live (default data/raw)")
+    a.add_argument("--table", type=Path, metavar="CSV", help="write the full table here")
+    a.add_argument("--exclude-contention", action="store_true",
+                   help="leave out measurements flagged as taken under contention")
+    a.add_argument("--accept-modified", action="store_true",
+                   help="analyse data whose checksums no longer match its manifest")
+    return p
+
+
+def _params_paths(names: list[str]) -> list[Path]:
+    if names:
+        return [params_mod.find(n) for n in names]
+    root = Path("params")
+    paths = sorted(root.glob("*.yaml"))
+    if not paths:
+        raise ClaimlabError("no params files in ./params; run from the claimlab checkout or name one")
+    return paths
+
+
+def cmd_run(args) -> int:
+    from . import runner
+    exp = params_mod.load(params_mod.find(args.params), args.profile)
+    claim = _claim_for(exp.claim) if exp.design.sequential else None
+    outcome = runner.run(exp, data_root=args.data, work_root=args.work, resume=args.resume,
+                         progress=not args.no_progress and sys.stderr.isatty(), claim=claim)
+    for target, reason in outcome.skipped.items():
+        print(f"not run: {reason}")
+    print(f"run {outcome.run_id}: {outcome.status}, {outcome.measurements} measurements stored in "
+          f"{outcome.path}")
+    print(f"next: claimlab analyze {outcome.run_id}")
+    return 0
+
+
+def _claim_for(claim_id: str):
+    from .claims import load_claims
+    from .store import project_root
+    claims = load_claims(project_root() / "data" / "claims.yaml")
+    if claim_id not in claims:
+        raise ClaimlabError(f"data/claims.yaml has no claim {claim_id!r}")
+    return claims[claim_id]
+
+
+def cmd_validate(args) -> int:
+    for path in _params_paths(args.params):
+        for profile in params_mod.PROFILES:
+            params_mod.load(path, profile)
+        print(f"ok: {path}")
+    return 0
+
+
+def cmd_targets(args) -> int:
+    from .servers import check_available
+    from .workloads import sysbench_binary
+    seen = set()
+    worst = 0
+    for path in _params_paths(args.params):
+        exp = params_mod.load(path, "quick")
+        for name, spec in exp.targets.items():
+            key = repr(spec.public())
+            if key in seen:
+                continue
+            seen.add(key)
+            try:
+                print(f"available    {name:<10} {spec.kind:<14} {check_available(spec)}  ({path.name})")
+            except (TargetUnavailable, ClaimlabError) as exc:
+                print(f"unavailable  {name:<10} {spec.kind:<14} {exc}  ({path.name})")
+    try:
+        print(f"available    sysbench   {sysbench_binary()}")
+    except ClaimlabError as exc:
+        print(f"unavailable  sysbench   {exc}")
+        worst = 1
+    return worst
+
+
+def cmd_runs(args) -> int:
+    from .store import list_runs, raw_root
+    runs = list_runs(args.data or raw_root())
+    if not runs:
+        print("no stored runs; start one with `claimlab run binlog_default --profile smoke`")
+    for r in runs:
+        print(f"{r['run_id']}  {r['experiment']:<18} {r['claim'] or '':<4} {r['profile']:<6} "
+              f"{r['status']:<12} {r['path']}")
+    return 0
+
+
+def cmd_analyze(args) -> int:
+    import pandas as pd
+
+    from . import stats
+    from .store import find_run, raw_root, read_results
+    tables = []
+    for run_id in args.run_ids:
+        path = find_run(run_id, args.data or raw_root())
+        df = read_results(path, accept_modified=args.accept_modified)
+        claim = _claim_for(str(df["claim"].iloc[0]) if len(df) else "")
+        table = stats.analyze(df, claim, include_contention=not args.exclude_contention)
+        print(stats.summary_line(table, claim))
+        tables.append(table.assign(run_id=run_id))
+    if args.table:
+        pd.concat(tables).to_csv(args.table, index=False)
+        print(f"table written to {args.table}")
+    return 0
+
+
+COMMANDS = {"run": cmd_run, "validate": cmd_validate, "targets": cmd_targets, "runs": cmd_runs,
+            "analyze": cmd_analyze}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        return COMMANDS[args.command](args)
+    except KeyboardInterrupt:
+        print("claimlab: interrupted; resume with --resume RUN_ID (see `claimlab runs`)", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except ClaimlabError as exc:
+        if args.debug:
+            raise
+        from .runner import Interrupted
+        print(f"claimlab: error: {exc}", file=sys.stderr)
+        if isinstance(exc, Interrupted):
+            print("claimlab: resume with `claimlab run ... --resume RUN_ID` (see `claimlab runs`)",
+                  file=sys.stderr)
+            return EXIT_INTERRUPTED
+        return EXIT_ERROR
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,34 @@
+"""Typed errors. The command line turns each into one line naming the file, field or target."""
+
+
+class ClaimlabError(Exception):
+    """Base class: an error the user can act on, reported without a traceback."""
+
+
+class ConfigError(ClaimlabError):
+    """A params or claims file is malformed: names the file and the field."""
+
+    def __init__(self, source: str, field: str, message: str):
+        self.source, self.field = str(source), field
+        where = f"{self.source}: {field}" if field else self.source
+        super().__init__(f"{where}: {message}")
+
+
+class TargetUnavailable(ClaimlabError):
+    """A target cannot be used on this machine (missing binary, no network, no tarball)."""
+
+
+class ServerStartError(ClaimlabError):
+    """A server claimlab launched did not become ready."""
+
+
+class ServerGone(ClaimlabError):
+    """A server stopped answering during a measurement."""
+
+
+class WorkloadError(ClaimlabError):
+    """A workload failed to load or to measure."""
+
+
+class DataError(ClaimlabError):
+    """Stored results are missing, torn, edited or of an unknown format."""

@@ -1,0 +1,111 @@
+"""Provenance: the code, packages and host that produced a result, recorded with every run."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import platform
+import subprocess
+from importlib import metadata
+from pathlib import Path
+
+PACKAGES = ("claimlab", "mysql-connector-python", "pandas", "numpy", "scipy", "seaborn",
+            "matplotlib", "papermill", "nbconvert", "PyYAML", "tqdm")
+
+
+def git_commit(root: Path) -> dict:
+    def git(*args: str) -> str | None:
+        try:
+            out = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True,
+                                 timeout=10, stdin=subprocess.DEVNULL)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        return out.stdout.strip() if out.returncode == 0 else None
+
+    commit = git("rev-parse", "HEAD")
+    status = git("status", "--porcelain", "--untracked-files=no")
+    return {"commit": commit, "dirty": bool(status) if status is not None else None}
+
+
+def package_versions() -> dict[str, str | None]:
+    out = {}
+    for name in PACKAGES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def connector_implementation() -> str:
+    """Which mysql-connector-python ran: its C extension or pure Python (they differ in client cost)."""
+    try:
+        import _mysql_connector  # noqa: F401
+        return "c-extension"
+    except ImportError:
+        return "pure-python"
+
+
+def tool_version(*cmd: str) -> str | None:
+    try:
+        out = subprocess.run(list(cmd), capture_output=True, text=True, timeout=10,
+                             stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return (out.stdout or out.stderr).strip().splitlines()[0] if (out.stdout or out.stderr) else None
+
+
+def loadavg() -> list[float]:
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+def host_facts() -> dict:
+    cpu_model = None
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu_model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem_kb = None
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                mem_kb = int(line.split()[1])
+    except OSError:
+        pass
+    return {
+        "hostname_hash": _short_hash(platform.node()),  # which machine, without naming it
+        "cpu_model": cpu_model,
+        "cpu_count": os.cpu_count(),
+        "memory_gib": round(mem_kb / 1024 / 1024, 1) if mem_kb else None,
+        "kernel": platform.release(),
+        "os": _os_release(),
+        "python": platform.python_version(),
+        "loadavg": loadavg(),
+    }
+
+
+def _short_hash(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def _os_release() -> str | None:
+    try:
+        for line in Path("/etc/os-release").read_text().splitlines():
+            if line.startswith("PRETTY_NAME="):
+                return line.split("=", 1)[1].strip('"')
+    except OSError:
+        pass
+    return None
+
+
+def collect(root: Path) -> dict:
+    return {
+        "git": git_commit(root),
+        "packages": package_versions(),
+        "connector_implementation": connector_implementation(),
+        "sysbench": tool_version("sysbench", "--version"),
+        "host": host_facts(),
+    }

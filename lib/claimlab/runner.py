@@ -1,0 +1,257 @@
+"""Runs an experiment's plan: start a server per repetition, load, warm up, measure, store.
+
+The runner owns the order of events and the handling of faults; it computes no statistics
+(it only asks `stats.should_stop` between blocks when the params request sequential stopping).
+"""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import sys
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tqdm import tqdm
+
+from . import provenance
+from .design import Condition, Unit, conditions, schedule, unit_seed
+from .errors import ClaimlabError, ServerGone, ServerStartError, TargetUnavailable
+from .params import Experiment
+from .servers import Launcher, ServerFacts, ServerOptions, check_available
+from .store import RunStore, find_run, now, project_root, raw_root, read_results
+
+
+class Interrupted(ClaimlabError):
+    """SIGINT or SIGTERM: servers are stopped and the run can be resumed."""
+
+
+@dataclass
+class RunOutcome:
+    run_id: str
+    path: Path
+    status: str
+    measurements: int = 0
+    skipped: dict[str, str] = field(default_factory=dict)
+    failures: list[str] = field(default_factory=list)
+
+
+@contextmanager
+def _signals_raise():
+    """Turn SIGTERM (and SIGINT) into an exception so `finally` blocks stop the servers."""
+    def handler(signum, frame):
+        raise Interrupted(f"interrupted by {signal.Signals(signum).name}")
+    previous = {}
+    try:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            previous[sig] = signal.signal(sig, handler)
+    except ValueError:   # not the main thread (e.g. inside some kernels): leave signals alone
+        previous = {}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+def available_targets(exp: Experiment, conds: list[Condition]) -> dict[str, str]:
+    """Targets the plan uses that cannot run here, with the reason (the rest is run)."""
+    reasons = {}
+    for name in sorted({c.target for c in conds}):
+        try:
+            check_available(exp.targets[name])
+        except (TargetUnavailable, ServerGone) as exc:
+            reasons[name] = str(exc)
+    return reasons
+
+
+def verify_settings(requested: ServerOptions, facts: ServerFacts, target: str) -> None:
+    """The server's word against the option file's: measuring the wrong setting is worse than failing."""
+    problems = []
+    if requested.log_bin is not None and facts.log_bin != requested.log_bin:
+        problems.append(f"log_bin requested {'ON' if requested.log_bin else 'OFF'}, "
+                        f"server reports {'ON' if facts.log_bin else 'OFF'}")
+    for name in ("character_set_server", "collation_server", "sync_binlog",
+                 "innodb_flush_log_at_trx_commit", "binlog_format"):
+        wanted = getattr(requested, name)
+        have = facts.variables.get(name)
+        if wanted is not None and have is not None and str(wanted).lower() != have.lower():
+            problems.append(f"{name} requested {wanted}, server reports {have}")
+    if problems:
+        raise ServerStartError(f"target {target}: " + "; ".join(problems))
+
+
+def run(exp: Experiment, *, data_root: Path | None = None, work_root: Path | None = None,
+        resume: str | None = None, progress: bool = True, claim=None) -> RunOutcome:
+    data_root = data_root or raw_root()
+    conds = conditions(exp)
+    skipped = available_targets(exp, conds)
+    runnable = [c for c in conds if c.target not in skipped]
+    if not runnable:
+        raise TargetUnavailable("; ".join(skipped.values()))
+    factors = [f.name for f in exp.factors]
+    design = exp.design
+    blocks = design.sequential.max_blocks if design.sequential else design.repetitions
+    units = schedule(runnable, blocks, design.seed)
+
+    if resume:
+        store = RunStore.open_run(find_run(resume, data_root))
+        manifest = store.manifest()
+        if manifest.get("experiment") != exp.name or manifest.get("profile") != exp.profile:
+            raise ClaimlabError(f"run {resume} is {manifest.get('experiment')} / "
+                                f"{manifest.get('profile')}, not {exp.name} / {exp.profile}")
+        if manifest.get("status") == "complete":
+            raise ClaimlabError(f"run {resume} is already complete; nothing to resume")
+        store.event("resumed")
+    else:
+        manifest = {
+            "claim": exp.claim, "experiment": exp.name, "profile": exp.profile,
+            "params_file": exp.source, "params": exp.document, "factors": factors,
+            "seed": design.seed, "design": _design_dict(exp),
+            "targets": {n: t.public() for n, t in exp.targets.items()},
+            "conditions": [{"id": c.id, "target": c.target, "levels": dict(c.levels),
+                            "server": c.server.as_dict(),
+                            "workloads": {w.name: w.describe() for w in c.workloads}} for c in conds],
+            "skipped_targets": skipped,
+            "plan": [{"seq": u.seq, "block": u.block, "condition": u.condition.id} for u in units],
+            "provenance": provenance.collect(Path(exp.source).resolve().parent.parent),
+        }
+        store = RunStore.create(data_root, exp.name, factors, manifest)
+    work = (work_root or project_root() / "work") / store.run_id
+    outcome = RunOutcome(store.run_id, store.path, "running", skipped=skipped)
+    done = store.completed()
+    launcher = Launcher(work)
+    per_unit = sum(1 for _ in runnable[0].workloads) * design.iterations
+
+    bar = tqdm(total=len(units) * per_unit, desc=f"{exp.name} [{exp.profile}]", unit="meas",
+               disable=not progress, file=sys.stderr, dynamic_ncols=True)
+    bar.update(len(done))
+    try:
+        with _signals_raise():
+            current_block = 0
+            for unit in units:
+                if unit.block != current_block:
+                    current_block = unit.block
+                    if _should_stop(exp, store, claim, unit.block):
+                        break
+                todo = [(w, i) for w in unit.condition.workloads for i in range(design.iterations)
+                        if (unit.condition.id, w.name, unit.repetition, i) not in done]
+                if not todo:
+                    continue
+                stored = _run_unit(exp, store, launcher, unit, todo, done, bar)
+                outcome.measurements += stored
+        outcome.status = "complete"
+        store.finish("complete", skipped_targets=skipped)
+    except Interrupted as exc:
+        outcome.status = "interrupted"
+        store.event("interrupted", reason=str(exc))
+        store.finish("interrupted")
+        raise
+    except ClaimlabError as exc:
+        outcome.status = "failed"
+        store.event("failed", reason=str(exc))
+        store.finish("failed")
+        raise
+    finally:
+        bar.close()
+        _cleanup_work(work, exp)
+    return outcome
+
+
+def _design_dict(exp: Experiment) -> dict:
+    d = exp.design
+    out = {k: getattr(d, k) for k in ("repetitions", "warmup", "iterations", "seed", "fresh_datadir",
+                                       "max_attempts", "target")}
+    out["sequential"] = None if d.sequential is None else vars(d.sequential)
+    return out
+
+
+def _should_stop(exp: Experiment, store: RunStore, claim, blocks_done: int) -> bool:
+    rule = exp.design.sequential
+    if rule is None or claim is None:
+        return False
+    from . import stats
+    decision = stats.should_stop(read_results(store.path), claim, stats.StopRule(
+        target_rel_width=rule.target_rel_width, min_blocks=rule.min_blocks,
+        max_blocks=rule.max_blocks, alpha=rule.alpha))
+    store.event("sequential", blocks=blocks_done, stop=decision.stop, reason=decision.reason)
+    return decision.stop
+
+
+def _run_unit(exp: Experiment, store: RunStore, launcher: Launcher, unit: Unit, todo, done, bar) -> int:
+    """One repetition: a fresh server process, then every workload's warm-up and iterations.
+
+    A server that dies (or fails to start) is retried up to `max_attempts` times; measurements
+    already stored are never repeated, the failed one is recorded as an event, never as a value.
+    """
+    cond, design = unit.condition, exp.design
+    target = exp.targets[cond.target]
+    stored = 0
+    for attempt in range(1, design.max_attempts + 1):
+        server = launcher.server(target, cond.server,
+                                 fresh=design.fresh_datadir and attempt == 1)
+        load_before = provenance.loadavg()
+        started = now()
+        try:
+            server.start()
+            facts = server.facts()
+            store.record_server({"seq": unit.seq, "condition": cond.id, "repetition": unit.repetition,
+                                 "attempt": attempt, "target": cond.target, "version": facts.version,
+                                 "log_bin": facts.log_bin, "pid": server.pid, "started_at": started,
+                                 "loadavg_before": load_before}, facts.stable_variables())
+            verify_settings(server.options, facts, cond.target)
+            for workload in cond.workloads:
+                iterations = [i for w, i in todo if w is workload
+                              and (cond.id, w.name, unit.repetition, i) not in done]
+                if not iterations:
+                    continue
+                workload.prepare(server)
+                with workload.session(server, unit_seed(design.seed, unit.seq, 0)) as measure:
+                    for _ in range(design.warmup):
+                        measure()
+                    for iteration in iterations:
+                        start_ts = now()
+                        m = measure()
+                        end_ts = now()
+                        _store_measurement(exp, store, unit, cond, workload.name, iteration, attempt,
+                                           facts.version, m, start_ts, end_ts)
+                        done.add((cond.id, workload.name, unit.repetition, iteration))
+                        stored += 1
+                        bar.update(1)
+            store.event("unit_done", seq=unit.seq, condition=cond.id, repetition=unit.repetition,
+                        attempt=attempt, loadavg_after=provenance.loadavg())
+            return stored
+        except (ServerGone, ServerStartError) as exc:
+            store.event("attempt_failed", seq=unit.seq, condition=cond.id, repetition=unit.repetition,
+                        attempt=attempt, reason=str(exc))
+            if attempt == design.max_attempts:
+                raise
+            time.sleep(0.5)
+        finally:
+            server.stop()
+    return stored
+
+
+def _store_measurement(exp, store, unit, cond, workload, iteration, attempt, version, m, start_ts,
+                       end_ts) -> None:
+    base = {"run_id": store.run_id, "claim": exp.claim, "experiment": exp.name, "condition": cond.id,
+            **dict(cond.levels), "target": cond.target, "server_version": version,
+            "workload": workload, "repetition": unit.repetition, "iteration": iteration,
+            "seq": unit.seq, "attempt": attempt, "started_at": start_ts, "ended_at": end_ts,
+            "contention": False}
+    rows = [base | {"metric": x.name, "value": repr(float(x.value)), "unit": x.unit} for x in m.metrics]
+    intervals = [{"run_id": store.run_id, "condition": cond.id, "workload": workload,
+                  "repetition": unit.repetition, "iteration": iteration, "seq": unit.seq, **iv}
+                 for iv in m.intervals]
+    store.append_measurement(rows, intervals)
+
+
+def _cleanup_work(work: Path, exp: Experiment) -> None:
+    """Data directories are scratch: the measurements live in data/raw, not in them."""
+    shutil.rmtree(work, ignore_errors=True)
+    try:
+        work.parent.rmdir()
+    except OSError:
+        pass

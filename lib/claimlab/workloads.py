@@ -1,0 +1,442 @@
+"""Workloads: the sources' experiments as named, parameterized functions.
+
+Each has a load phase (`prepare`, untimed, idempotent: data is loaded once per data directory and
+reused across server restarts) and a measured phase (`session(...)`, one call per iteration).
+
+The Python-driven workloads time exactly one server-bound statement per figure (`CALL idata(N)`,
+one `SELECT COUNT(*)`...), so the client does O(1) work inside the timed region: it sends one
+statement and reads one row. To show that the client's share is negligible rather than assume it,
+every iteration also times a null statement (`DO 0`) on the same connection and records it as
+`roundtrip_s`. `bulk_insert` is the exception that the source itself defines as many statements:
+its statements are built before the clock starts, so the timed loop only sends them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import random
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+from dataclasses import asdict, dataclass, fields
+from importlib import resources
+from typing import Any, Callable, ClassVar, Iterator
+
+import mysql.connector
+
+from .errors import ServerGone, WorkloadError
+from .schema import Fields
+
+_IDENT = re.compile(r"^[A-Za-z0-9_]+$")
+SYSBENCH_DIR = "/usr/share/sysbench"
+
+
+@dataclass(frozen=True)
+class Metric:
+    name: str
+    value: float
+    unit: str
+
+
+@dataclass(frozen=True)
+class Measurement:
+    metrics: tuple[Metric, ...]
+    intervals: tuple[dict, ...] = ()   # sysbench's per-interval report lines
+
+
+@dataclass(frozen=True)
+class Workload:
+    """Base: subclasses add their parameters as fields with defaults."""
+
+    name: str
+    kind: ClassVar[str] = ""
+    load_fields: ClassVar[tuple[str, ...]] = ()   # the parameters that decide what is loaded
+
+    def describe(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if k != "name"} | {"kind": self.kind}
+
+    def schema(self) -> str:
+        """Each load gets its own schema, owned by claimlab (prefix) and named by what it holds."""
+        key = repr([(f, getattr(self, f)) for f in self.load_fields] + [self.kind])
+        return f"claimlab_{self.name}_{hashlib.sha256(key.encode()).hexdigest()[:8]}"
+
+    # -- load phase ------------------------------------------------------------------------
+    def prepare(self, server) -> None:
+        conn = server.connect()
+        try:
+            cur = conn.cursor()
+            schema = self.schema()
+            cur.execute("SELECT COUNT(*) FROM information_schema.tables "
+                        "WHERE table_schema = %s AND table_name = 'claimlab_loaded'", (schema,))
+            if cur.fetchone()[0]:
+                return
+            cur.execute(f"DROP DATABASE IF EXISTS `{schema}`")
+            cur.execute(f"CREATE DATABASE `{schema}` {self.schema_options()}")
+            cur.execute(f"USE `{schema}`")
+            self.load(server, cur)
+            cur.execute("CREATE TABLE claimlab_loaded (loaded_at TIMESTAMP)")
+            cur.execute("INSERT INTO claimlab_loaded VALUES (NOW())")
+        except mysql.connector.Error as exc:
+            raise _sql_error(self, server, exc, "loading") from None
+        finally:
+            conn.close()
+
+    def drop(self, server) -> None:
+        conn = server.connect()
+        try:
+            conn.cursor().execute(f"DROP DATABASE IF EXISTS `{self.schema()}`")
+        finally:
+            conn.close()
+
+    def schema_options(self) -> str:
+        return "DEFAULT CHARACTER SET utf8mb4"
+
+    def load(self, server, cur) -> None:
+        raise NotImplementedError
+
+    # -- measured phase --------------------------------------------------------------------
+    @contextlib.contextmanager
+    def session(self, server, seed: int) -> Iterator[Callable[[], Measurement]]:
+        """Yields a function that runs one iteration; the connection lives for the whole session."""
+        conn = server.connect(database=self.schema())
+        cur = conn.cursor()
+        try:
+            def measure() -> Measurement:
+                try:
+                    return self.measure(cur, seed)
+                except mysql.connector.Error as exc:
+                    raise _sql_error(self, server, exc, "measuring") from None
+            yield measure
+        finally:
+            with contextlib.suppress(mysql.connector.Error):
+                conn.close()
+
+    def measure(self, cur, seed: int) -> Measurement:
+        raise NotImplementedError
+
+
+def _sql_error(workload: Workload, server, exc: mysql.connector.Error, phase: str) -> Exception:
+    if not server.alive() or exc.errno in (2006, 2013, 2055):
+        return ServerGone(f"workload {workload.name}: server went away while {phase}: {exc.msg}")
+    return WorkloadError(f"workload {workload.name}: {phase} failed: {exc.msg}")
+
+
+def _timed(cur, sql: str, args: tuple = ()) -> tuple[float, list]:
+    start = time.perf_counter()
+    cur.execute(sql, args or None)
+    rows = cur.fetchall() if cur.with_rows else []
+    return time.perf_counter() - start, rows
+
+
+def _roundtrip(cur) -> Metric:
+    return Metric("roundtrip_s", _timed(cur, "DO 0")[0], "s")
+
+
+def _insert_batches(cur, table: str, rows: list[str], batch: int = 1000) -> None:
+    for i in range(0, len(rows), batch):
+        cur.execute(f"INSERT INTO {table} VALUES " + ",".join(rows[i:i + batch]))
+
+
+@dataclass(frozen=True)
+class ProcInsertLoop(Workload):
+    """C3/C4, seed 004: a stored procedure inserting (i, i, i) one autocommit statement at a time."""
+
+    kind: ClassVar[str] = "proc_insert_loop"
+    load_fields: ClassVar[tuple[str, ...]] = ()
+    rows: int = 1000
+
+    def load(self, server, cur) -> None:
+        cur.execute("CREATE TABLE t (id INT NOT NULL PRIMARY KEY, a INT, b INT, KEY(a), KEY(b)) "
+                    "ENGINE=InnoDB")
+        cur.execute("CREATE PROCEDURE idata(n INT) BEGIN DECLARE i INT DEFAULT 1; "
+                    "WHILE i <= n DO INSERT INTO t VALUES (i, i, i); SET i = i + 1; END WHILE; END")
+
+    def measure(self, cur, seed: int) -> Measurement:
+        cur.execute("TRUNCATE TABLE t")
+        elapsed, _ = _timed(cur, "CALL idata(%s)", (self.rows,))
+        _check_count(self, cur, "SELECT COUNT(*) FROM t", self.rows)
+        return Measurement((Metric("elapsed_s", elapsed, "s"), _roundtrip(cur)))
+
+
+@dataclass(frozen=True)
+class VarcharScan(Workload):
+    """C2, bug #116492: a full scan comparing one varchar(50) per row in a given collation."""
+
+    kind: ClassVar[str] = "varchar_scan"
+    load_fields: ClassVar[tuple[str, ...]] = ("rows", "charset", "collation")
+    rows: int = 100_000
+    charset: str = "utf8mb4"
+    collation: str | None = None
+
+    def __post_init__(self):
+        for value in (self.charset, self.collation):
+            if value is not None and not _IDENT.match(value):
+                raise ValueError(f"charset: {value!r} is not a charset/collation name")
+
+    def load(self, server, cur) -> None:
+        _require_collation(self, cur, self.charset, self.collation)
+        collate = f" COLLATE {self.collation}" if self.collation else ""
+        cur.execute(f"CREATE TABLE t_scan (a VARCHAR(50) CHARACTER SET {self.charset}{collate}) "
+                    "ENGINE=InnoDB")
+        _insert_batches(cur, "t_scan", ["(REPEAT('abc',15))"] * self.rows)
+
+    def measure(self, cur, seed: int) -> Measurement:
+        elapsed, rows = _timed(cur, "SELECT COUNT(*) FROM t_scan WHERE a = REPEAT('abc',15)")
+        if rows[0][0] != self.rows:
+            raise WorkloadError(f"workload {self.name}: scan matched {rows[0][0]} rows, expected {self.rows}")
+        return Measurement((Metric("elapsed_s", elapsed, "s"), _roundtrip(cur)))
+
+
+@dataclass(frozen=True)
+class BulkInsert(Workload):
+    """C3, seed 002: single-connection multi-row INSERTs of `batch` rows each, `rows` in total."""
+
+    kind: ClassVar[str] = "bulk_insert"
+    rows: int = 10_000
+    batch: int = 100
+
+    def load(self, server, cur) -> None:
+        cur.execute("CREATE TABLE t_bulk (id INT NOT NULL PRIMARY KEY, a INT, b INT, KEY(a), KEY(b)) "
+                    "ENGINE=InnoDB")
+
+    def measure(self, cur, seed: int) -> Measurement:
+        statements = ["INSERT INTO t_bulk VALUES " + ",".join(
+            f"({i},{i},{i})" for i in range(start, min(start + self.batch, self.rows)))
+            for start in range(0, self.rows, self.batch)]
+        cur.execute("TRUNCATE TABLE t_bulk")
+        start = time.perf_counter()
+        for sql in statements:
+            cur.execute(sql)
+        elapsed = time.perf_counter() - start
+        _check_count(self, cur, "SELECT COUNT(*) FROM t_bulk", self.rows)
+        return Measurement((Metric("elapsed_s", elapsed, "s"), _roundtrip(cur)))
+
+
+@dataclass(frozen=True)
+class Join(Workload):
+    """C3, seed 002: a single-connection join, one primary-key lookup per outer row."""
+
+    kind: ClassVar[str] = "join"
+    load_fields: ClassVar[tuple[str, ...]] = ("rows",)
+    rows: int = 10_000
+
+    def load(self, server, cur) -> None:
+        cur.execute("CREATE TABLE t_outer (id INT NOT NULL PRIMARY KEY, a INT NOT NULL, KEY(a)) ENGINE=InnoDB")
+        cur.execute("CREATE TABLE t_inner (id INT NOT NULL PRIMARY KEY, b INT NOT NULL) ENGINE=InnoDB")
+        targets = list(range(1, self.rows + 1))
+        random.Random(self.rows).shuffle(targets)   # lookups in a fixed random order
+        _insert_batches(cur, "t_outer", [f"({i},{a})" for i, a in enumerate(targets, 1)])
+        _insert_batches(cur, "t_inner", [f"({i},{i % 97})" for i in range(1, self.rows + 1)])
+
+    def measure(self, cur, seed: int) -> Measurement:
+        elapsed, rows = _timed(cur, "SELECT COUNT(*), SUM(i.b) FROM t_outer o "
+                                    "STRAIGHT_JOIN t_inner i ON i.id = o.a")
+        if rows[0][0] != self.rows:
+            raise WorkloadError(f"workload {self.name}: join returned {rows[0][0]} rows, expected {self.rows}")
+        return Measurement((Metric("elapsed_s", elapsed, "s"), _roundtrip(cur)))
+
+
+def _check_count(workload: Workload, cur, sql: str, expected: int) -> None:
+    cur.execute(sql)
+    got = cur.fetchone()[0]
+    if got != expected:
+        raise WorkloadError(f"workload {workload.name}: table holds {got} rows, expected {expected}")
+
+
+def _require_collation(workload: Workload, cur, charset: str, collation: str | None) -> None:
+    """Ask the server itself: catalogues differ (MariaDB lists UCA 14.0 collations without charset)."""
+    try:
+        cur.execute(f"SELECT CONVERT('' USING {charset})" + (f" COLLATE {collation}" if collation else ""))
+        cur.fetchall()
+    except mysql.connector.Error as exc:
+        raise WorkloadError(f"workload {workload.name}: the server refuses charset {charset!r}"
+                            + (f" with collation {collation!r}" if collation else "")
+                            + f": {exc.msg}") from None
+
+
+# -- sysbench ------------------------------------------------------------------------------
+
+BUNDLED_TESTS = ("oltp_point_select", "oltp_read_only", "oltp_read_write", "oltp_write_only",
+                 "oltp_insert", "oltp_delete", "oltp_update_index", "oltp_update_non_index",
+                 "select_random_points", "select_random_ranges")
+
+
+@dataclass(frozen=True)
+class Sysbench(Workload):
+    """Any bundled sysbench OLTP test, with the connection charset set by claimlab's Lua wrapper."""
+
+    kind: ClassVar[str] = "sysbench"
+    load_fields: ClassVar[tuple[str, ...]] = ("tables", "table_size", "schema_charset",
+                                              "schema_collation")
+    test: str = "oltp_point_select"
+    threads: int = 1
+    time: int = 10
+    tables: int = 1
+    table_size: int = 10_000
+    ps_mode: str = "auto"            # auto: server-side prepared statements; disable: text protocol
+    charset: str | None = None       # connection charset (SET NAMES); None keeps the client default
+    collation: str | None = None
+    schema_charset: str | None = None  # the tables' charset (via the schema default)
+    schema_collation: str | None = None
+    report_interval: int = 1
+
+    def __post_init__(self):
+        if self.test not in BUNDLED_TESTS:
+            raise ValueError(f"test: {self.test!r} is not a bundled sysbench test "
+                             f"({', '.join(BUNDLED_TESTS)})")
+        if self.ps_mode not in ("auto", "disable"):
+            raise ValueError("ps_mode: must be auto or disable")
+        for name in ("charset", "collation", "schema_charset", "schema_collation"):
+            value = getattr(self, name)
+            if value is not None and not _IDENT.match(value):
+                raise ValueError(f"{name}: {value!r} is not a charset/collation name")
+        if self.collation and not self.charset:
+            raise ValueError("collation: needs `charset` too")
+
+    def schema_options(self) -> str:
+        if not self.schema_charset:
+            return ""
+        collate = f" COLLATE {self.schema_collation}" if self.schema_collation else ""
+        return f"DEFAULT CHARACTER SET {self.schema_charset}{collate}"
+
+    def load(self, server, cur) -> None:
+        if self.schema_charset:
+            _require_collation(self, cur, self.schema_charset, self.schema_collation)
+        if self.charset:
+            _require_collation(self, cur, self.charset, self.collation)
+        with _options_file(server, self.schema()) as cfg:
+            _run_sysbench(self, [f"--config-file={cfg}", self.test, f"--tables={self.tables}",
+                                 f"--table-size={self.table_size}", "prepare"], timeout=3600)
+
+    @contextlib.contextmanager
+    def session(self, server, seed: int) -> Iterator[Callable[[], Measurement]]:
+        wrapper = resources.files("claimlab") / "sysbench_names.lua"
+        env = dict(os.environ, CLAIMLAB_SYSBENCH_TEST=f"{SYSBENCH_DIR}/{self.test}.lua",
+                   CLAIMLAB_SET_NAMES=self.set_names())
+        with resources.as_file(wrapper) as lua, _options_file(server, self.schema()) as cfg:
+            def measure() -> Measurement:
+                args = [f"--config-file={cfg}", str(lua), f"--threads={self.threads}",
+                        f"--time={self.time}", f"--tables={self.tables}",
+                        f"--table-size={self.table_size}", f"--db-ps-mode={self.ps_mode}",
+                        f"--report-interval={self.report_interval}", f"--rand-seed={seed}", "run"]
+                out = _run_sysbench(self, args, timeout=self.time + 120, env=env, server=server)
+                return parse_sysbench(out, self.name)
+            yield measure
+
+    def set_names(self) -> str:
+        if not self.charset:
+            return ""
+        return self.charset + (f" COLLATE {self.collation}" if self.collation else "")
+
+
+@contextlib.contextmanager
+def _options_file(server, schema: str) -> Iterator[str]:
+    """sysbench reads its connection options from a private file, so no password shows in `ps`."""
+    args = server.connect_args()
+    lines = [f"mysql-user={args['user']}", f"mysql-db={schema}"]
+    if args.get("password"):
+        lines.append(f"mysql-password={args['password']}")
+    if args.get("unix_socket"):
+        lines.append(f"mysql-socket={args['unix_socket']}")
+    else:
+        lines += [f"mysql-host={args['host']}", f"mysql-port={args['port']}"]
+    fd, path = tempfile.mkstemp(prefix="claimlab-sysbench-", suffix=".cfg")
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write("\n".join(lines) + "\n")
+        yield path
+    finally:
+        os.unlink(path)
+
+
+def sysbench_binary() -> str:
+    found = shutil.which("sysbench")
+    if not found:
+        raise WorkloadError("sysbench not found: install it with `apt-get install sysbench` "
+                            "(or run `make setup` as root)")
+    return found
+
+
+def _run_sysbench(workload: Workload, args: list[str], timeout: float, env=None, server=None) -> str:
+    try:
+        result = subprocess.run([sysbench_binary(), *args], capture_output=True, text=True,
+                                timeout=timeout, env=env, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        raise WorkloadError(f"workload {workload.name}: sysbench did not finish in {timeout:.0f} s") from None
+    if result.returncode != 0:
+        lines = [ln for ln in (result.stderr + result.stdout).splitlines() if ln.strip()]
+        message = " | ".join(lines[-3:]) or f"exit code {result.returncode}"
+        if server is not None and not server.alive():
+            raise ServerGone(f"workload {workload.name}: server went away during sysbench: {message}")
+        raise WorkloadError(f"workload {workload.name}: sysbench failed: {message}")
+    return result.stdout
+
+
+_TOTALS = {
+    "tps": (r"transactions:\s+\d+\s+\(([\d.]+) per sec\.\)", "1/s"),
+    "qps": (r"queries:\s+\d+\s+\(([\d.]+) per sec\.\)", "1/s"),
+    "errors_per_s": (r"ignored errors:\s+\d+\s+\(([\d.]+) per sec\.\)", "1/s"),
+    "reconnects_per_s": (r"reconnects:\s+\d+\s+\(([\d.]+) per sec\.\)", "1/s"),
+    "latency_avg_ms": (r"avg:\s+([\d.]+)", "ms"),
+    "latency_p95_ms": (r"95th percentile:\s+([\d.]+)", "ms"),
+    "latency_max_ms": (r"max:\s+([\d.]+)", "ms"),
+    "total_time_s": (r"total time:\s+([\d.]+)s", "s"),
+}
+_INTERVAL = re.compile(
+    r"^\[ *(\d+)s \] thds: (\d+) tps: ([\d.]+) qps: ([\d.]+) \(r/w/o: [\d./]+\) "
+    r"lat \(ms,\d+%\): ([\d.]+) err/s: ([\d.]+) reconn/s: ([\d.]+)", re.M)
+
+
+def parse_sysbench(output: str, name: str = "sysbench") -> Measurement:
+    """Totals and the per-interval series of one `sysbench ... run` report."""
+    metrics = []
+    for metric, (pattern, unit) in _TOTALS.items():
+        m = re.search(pattern, output)
+        if not m:
+            raise WorkloadError(f"workload {name}: cannot read {metric} from sysbench's report")
+        metrics.append(Metric(metric, float(m[1]), unit))
+    intervals = tuple({"t_s": int(m[1]), "threads": int(m[2]), "tps": float(m[3]), "qps": float(m[4]),
+                       "latency_p95_ms": float(m[5]), "errors_per_s": float(m[6]),
+                       "reconnects_per_s": float(m[7])} for m in _INTERVAL.finditer(output))
+    return Measurement(tuple(metrics), intervals)
+
+
+KINDS: dict[str, type[Workload]] = {cls.kind: cls for cls in
+                                    (Sysbench, ProcInsertLoop, VarcharScan, BulkInsert, Join)}
+
+
+def build(name: str, f: Fields) -> Workload:
+    """A workload from its params mapping: every key must be a parameter of its kind."""
+    kind = f.choice("kind", KINDS)
+    if kind is None:
+        raise f.error("kind", f"is required (one of {', '.join(KINDS)})")
+    cls = KINDS[kind]
+    values = {}
+    for fld in fields(cls):
+        if fld.name == "name":
+            continue
+        default = fld.default
+        types = (int,) if isinstance(default, int) else (str,)
+        value = f.get(fld.name, types)
+        if value is not None:
+            if isinstance(value, int) and value < 1:
+                raise f.error(fld.name, f"must be >= 1, got {value}")
+            values[fld.name] = value
+    f.done()
+    try:
+        return cls(name=name, **values)
+    except ValueError as exc:
+        field_name, _, message = str(exc).partition(": ")
+        raise f.error(field_name, message) from None
+
+
+def with_overrides(workload: Workload, f: Fields) -> Workload:
+    """The same workload with some parameters changed (by a factor level or a profile)."""
+    base = {k: v for k, v in workload.describe().items() if k != "kind"}
+    merged = Fields(base | {"kind": workload.kind} | f.data, f.source, f.path)
+    return build(workload.name, merged)
+
