@@ -432,6 +432,7 @@ class LocalServer(Server):
         """A fresh server has passwordless root and anonymous accounts: keep only root@localhost,
         with a random password that lives beside the data directory (mode 0600) and nowhere else."""
         cur = conn.cursor()
+        cur.execute("SET SESSION sql_log_off = 1")   # keep the password out of a general log
         cur.execute("SELECT User, Host FROM mysql.user WHERE User IN ('', 'root') "
                     "AND NOT (User = 'root' AND Host = 'localhost')")
         for user, host in cur.fetchall():

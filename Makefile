@@ -1,0 +1,46 @@
+# The two commands of the README: `make report` (the main job) and `make test`.
+# Each sets up what it needs on first use, idempotently: OS packages (when root), a virtual
+# environment in .venv, and the Python packages.
+VENV    ?= .venv
+PY      := $(VENV)/bin/python
+PROFILE ?= quick
+OS_PACKAGES := mariadb-server sysbench
+PYTEST_ARGS ?=
+
+.PHONY: setup os-packages report test lint clean help
+
+help:
+	@echo "make report   run every claim on the embedded MariaDB (PROFILE=$(PROFILE)) and render reports/"
+	@echo "make test     run the test suite (unit, integration on real MariaDB, notebooks)"
+	@echo "make setup    only install what the two above need"
+
+setup: os-packages $(VENV)/.installed
+
+os-packages:
+	@missing=""; for p in $(OS_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "installing OS packages:$$missing"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	  else \
+	    echo "claimlab needs OS packages:$$missing. Install them with: sudo apt-get install$$missing" >&2; exit 1; \
+	  fi; \
+	fi
+
+$(VENV)/.installed: pyproject.toml
+	@test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	@touch $@
+
+report: setup
+	$(VENV)/bin/claimlab report --profile $(PROFILE)
+
+test: setup
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+lint: setup
+	$(VENV)/bin/ruff check lib tests bench notebooks
+
+clean:
+	rm -rf reports work

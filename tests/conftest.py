@@ -1,0 +1,93 @@
+"""Shared fixtures. Integration tests start real MariaDB servers (never a mock) in tmp_path."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if "/integration/" in str(item.fspath):
+            item.add_marker(pytest.mark.integration)
+        if "/notebooks/" in str(item.fspath):
+            item.add_marker(pytest.mark.notebooks)
+
+
+@pytest.fixture(scope="session")
+def mariadbd() -> str:
+    """Integration tests need the OS package; its absence is a setup failure, not a skip."""
+    found = shutil.which("mariadbd") or ("/usr/sbin/mariadbd" if os.path.exists("/usr/sbin/mariadbd") else None)
+    assert found, "mariadbd not found: run `make setup` (installs mariadb-server) before the tests"
+    return found
+
+
+@pytest.fixture
+def launcher(tmp_path, mariadbd):
+    from claimlab.servers import Launcher
+    return Launcher(tmp_path / "work")
+
+
+@pytest.fixture
+def default_target():
+    from claimlab.servers import TargetSpec
+    return TargetSpec(name="default", kind="mariadb")
+
+
+@pytest.fixture
+def server(launcher, default_target):
+    from claimlab.servers import ServerOptions
+    srv = launcher.server(default_target, ServerOptions(innodb_buffer_pool_size="64M"))
+    srv.start()
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture
+def write_params(tmp_path):
+    """Write a params file from YAML text; returns its path."""
+    def write(text: str, name: str = "exp") -> Path:
+        path = tmp_path / "params" / f"{name}.yaml"
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+        return path
+    return write
+
+
+def run_cli(*args: str, cwd: Path = ROOT, env: dict | None = None, timeout: float = 300):
+    return subprocess.run([sys.executable, "-m", "claimlab.cli", *args], cwd=cwd, capture_output=True,
+                          text=True, timeout=timeout, env={**os.environ, **(env or {})},
+                          stdin=subprocess.DEVNULL)
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie still answers kill(0); read its state.
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def query(server, sql: str, database: str | None = None) -> list[tuple]:
+    """Run one statement on a server and return its rows (the connection is closed after)."""
+    conn = server.connect(**({"database": database} if database else {}))
+    try:
+        cur = conn.cursor()
+        cur.execute(sql)
+        return cur.fetchall() if cur.with_rows else []
+    finally:
+        conn.close()

@@ -1,0 +1,167 @@
+"""End to end on real MariaDB: a run stores every measurement once, survives a killed server,
+resumes after an interrupt, and leaves no server process or data directory behind."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+
+from claimlab import params, runner
+from claimlab.store import read_manifest, read_results
+from conftest import ROOT, pid_alive, run_cli
+
+EXP = """
+claim: C4
+targets:
+  default: {{kind: mariadb, options: {{innodb_buffer_pool_size: 64M}}}}
+workloads:
+  ins: {{kind: proc_insert_loop, rows: {rows}}}
+factors:
+  binlog:
+    "off": {{server: {{log_bin: false}}}}
+    "on": {{server: {{log_bin: true, sync_binlog: 1}}}}
+design: {{repetitions: 2, warmup: 0, iterations: {iterations}, max_attempts: 3}}
+"""
+
+
+def _server_pids(run_dir: Path) -> list[int]:
+    path = run_dir / "servers.jsonl"
+    if not path.exists():
+        return []
+    return [json.loads(x)["pid"] for x in path.read_text().splitlines() if x.strip()]
+
+
+def _events(run_dir: Path) -> list[dict]:
+    path = run_dir / "events.jsonl"
+    return [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
+
+
+def _assert_one_row_per_measurement(df: pd.DataFrame, expected_measurements: int):
+    keys = ["condition", "workload", "repetition", "iteration", "metric"]
+    assert not df.duplicated(keys).any(), df[df.duplicated(keys, keep=False)]
+    assert df.groupby(keys[:-1]).ngroups == expected_measurements
+
+
+def test_smoke_run_end_to_end(tmp_path, write_params, mariadbd):
+    exp = params.load(write_params(EXP.format(rows=50, iterations=2)))
+    outcome = runner.run(exp, data_root=tmp_path / "raw", work_root=tmp_path / "work", progress=False)
+    assert outcome.status == "complete" and outcome.measurements == 8
+    df = read_results(outcome.path)
+    _assert_one_row_per_measurement(df, 8)
+    assert set(df["metric"]) == {"elapsed_s", "roundtrip_s"}
+    assert (df["value"] > 0).all()
+    # every block holds both conditions: the order is interleaved, never all-A-then-all-B
+    assert df.groupby("repetition")["condition"].nunique().eq(2).all()
+    manifest = read_manifest(outcome.path)
+    assert manifest["status"] == "complete" and manifest["seed"] == 20261122
+    assert manifest["provenance"]["host"]["cpu_count"] >= 1
+    assert manifest["provenance"]["connector_implementation"] in ("c-extension", "pure-python")
+    assert set(manifest["checksums"]) >= {"results.csv", "servers.jsonl"}
+    servers = [json.loads(x) for x in (outcome.path / "servers.jsonl").read_text().splitlines()]
+    assert {s["log_bin"] for s in servers if s["condition"] == "binlog=on"} == {True}
+    assert {s["log_bin"] for s in servers if s["condition"] == "binlog=off"} == {False}
+    assert all((outcome.path / "variables" / f"{s['variables']}.json").exists() for s in servers)
+    # nothing left behind: no server process, no scratch data directory
+    assert not any(pid_alive(p) for p in _server_pids(outcome.path))
+    assert not (tmp_path / "work" / outcome.run_id).exists()
+
+
+def _start_cli_run(params_path: Path, tmp_path: Path, *extra: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "claimlab.cli", "run", str(params_path),
+                             "--data", str(tmp_path / "raw"), "--work", str(tmp_path / "work"),
+                             "--no-progress", *extra], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+
+
+def _wait_for(predicate, timeout=60.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError("condition not reached in time")
+
+
+def _run_dir(tmp_path: Path) -> Path | None:
+    found = list((tmp_path / "raw").glob("exp/*/results.csv"))
+    return found[0].parent if found else None
+
+
+def _measurements(run_dir: Path) -> int:
+    lines = (run_dir / "results.csv").read_text().splitlines()
+    return (len(lines) - 1) // 2
+
+
+def test_killed_server_is_retried_and_nothing_is_lost(tmp_path, write_params, mariadbd):
+    path = write_params(EXP.format(rows=2000, iterations=3))
+    proc = _start_cli_run(path, tmp_path)
+    try:
+        run_dir = _wait_for(lambda: _run_dir(tmp_path))
+        _wait_for(lambda: _measurements(run_dir) >= 1)
+        victim = _server_pids(run_dir)[-1]
+        os.kill(victim, signal.SIGKILL)   # in the middle of a unit: the next CALL finds it gone
+        out, err = proc.communicate(timeout=240)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, err
+    events = _events(run_dir)
+    assert any(e["event"] == "attempt_failed" for e in events), events
+    df = read_results(run_dir)
+    _assert_one_row_per_measurement(df, 2 * 2 * 3)
+    assert (df["value"] > 0).all()
+    assert not any(pid_alive(p) for p in _server_pids(run_dir))
+
+
+def test_sigterm_stops_servers_and_resume_completes(tmp_path, write_params, mariadbd):
+    path = write_params(EXP.format(rows=1500, iterations=3))
+    proc = _start_cli_run(path, tmp_path)
+    try:
+        run_dir = _wait_for(lambda: _run_dir(tmp_path))
+        _wait_for(lambda: _measurements(run_dir) >= 4)
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err
+    assert "resume" in err and "Traceback" not in err
+    assert read_manifest(run_dir)["status"] == "interrupted"
+    assert not any(pid_alive(p) for p in _server_pids(run_dir))
+    before = read_results(run_dir)
+    assert 4 <= before.groupby(["condition", "repetition", "iteration"]).ngroups < 12
+
+    result = run_cli("run", str(path), "--data", str(tmp_path / "raw"), "--work", str(tmp_path / "work"),
+                     "--no-progress", "--resume", run_dir.name)
+    assert result.returncode == 0, result.stderr
+    after = read_results(run_dir)
+    _assert_one_row_per_measurement(after, 12)
+    # what was measured before the interrupt is kept as it was, not measured again
+    merged = before.merge(after, on=["condition", "repetition", "iteration", "metric"], suffixes=("", "_2"))
+    assert len(merged) == len(before) and (merged["value"] == merged["value_2"]).all()
+    assert read_manifest(run_dir)["status"] == "complete"
+    assert not any(pid_alive(p) for p in _server_pids(run_dir))
+    assert not (tmp_path / "work" / run_dir.name).exists()
+
+
+def test_unavailable_target_is_reported_and_the_rest_runs(tmp_path, write_params, mariadbd):
+    text = EXP.format(rows=20, iterations=1).replace(
+        "workloads:", "  mysql80: {kind: mysql-tarball, path: /nonexistent/mysql-8.0.40.tar.xz}\nworkloads:")
+    text = text.replace('"on": {server: {log_bin: true, sync_binlog: 1}}', '"on": {target: mysql80}')
+    exp = params.load(write_params(text))
+    outcome = runner.run(exp, data_root=tmp_path / "raw", work_root=tmp_path / "work", progress=False)
+    assert "mysql80" in outcome.skipped and "does not exist" in outcome.skipped["mysql80"]
+    assert set(read_results(outcome.path)["condition"]) == {"binlog=off"}
+    assert "mysql80" in read_manifest(outcome.path)["skipped_targets"]
+
+
+def test_cli_errors_are_one_line(tmp_path, write_params):
+    bad = write_params(EXP.format(rows=0, iterations=1))
+    result = run_cli("run", str(bad), "--data", str(tmp_path / "raw"))
+    assert result.returncode == 1
+    assert result.stderr.count("\n") == 1 and str(bad) in result.stderr and "workloads.ins.rows" in result.stderr
+    assert not (tmp_path / "raw").exists()

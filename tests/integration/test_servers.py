@@ -1,0 +1,60 @@
+"""Real MariaDB: every server option claimlab sets is read back from the server itself."""
+
+import os
+
+import pytest
+
+from claimlab.errors import ServerStartError
+from claimlab.runner import verify_settings
+from claimlab.servers import ServerOptions
+from conftest import pid_alive, query
+
+
+@pytest.mark.parametrize("options, expected", [
+    (ServerOptions(log_bin=True, sync_binlog=1), {"log_bin": "ON", "sync_binlog": "1"}),
+    (ServerOptions(log_bin=False), {"log_bin": "OFF"}),
+    (ServerOptions(innodb_flush_log_at_trx_commit=2, innodb_buffer_pool_size="96M"),
+     {"innodb_flush_log_at_trx_commit": "2", "innodb_buffer_pool_size": str(96 * 1024 * 1024)}),
+    (ServerOptions(character_set_server="utf8mb4", collation_server="utf8mb4_unicode_ci"),
+     {"character_set_server": "utf8mb4", "collation_server": "utf8mb4_unicode_ci"}),
+    (ServerOptions(log_bin=True, binlog_format="STATEMENT"), {"log_bin": "ON", "binlog_format": "STATEMENT"}),
+    (ServerOptions(extra=(("max_connections", "77"),)), {"max_connections": "77"}),
+], ids=["binlog-on", "binlog-off", "flush-and-pool", "charset", "binlog-format", "extra"])
+def test_server_reports_each_option(launcher, default_target, options, expected):
+    with launcher.server(default_target, options).start() as srv:
+        facts = srv.facts()
+        for name, value in expected.items():
+            assert facts.variables[name] == value, name
+        verify_settings(srv.options, facts, "default")
+        assert facts.log_bin == (expected.get("log_bin", "OFF") == "ON")
+        assert facts.variables["bind_address"] == "127.0.0.1"
+        pid = srv.pid
+    assert not pid_alive(pid)
+
+
+def test_locked_down_root_and_no_anonymous_accounts(server):
+    assert query(server, "SELECT User, Host FROM mysql.user WHERE User IN ('', 'root')") == [
+        ("root", "localhost")]
+    assert server.password and os.stat(server.password_file).st_mode & 0o077 == 0
+
+
+def test_restart_reuses_data_directory(launcher, default_target):
+    srv = launcher.server(default_target, ServerOptions())
+    with srv.start():
+        query(srv, "CREATE DATABASE claimlab_keep")
+    with launcher.server(default_target, ServerOptions()).start() as again:
+        assert query(again, "SHOW DATABASES LIKE 'claimlab_keep'") == [("claimlab_keep",)]
+
+
+def test_refused_option_fails_with_error_log_tail(launcher, default_target):
+    srv = launcher.server(default_target, ServerOptions(extra=(("no_such_option", "1"),)))
+    with pytest.raises(ServerStartError) as err:
+        srv.start()
+    assert "no_such_option" in str(err.value) or "unknown variable" in str(err.value)
+    assert srv.proc is None or srv.proc.poll() is not None
+
+
+def test_settings_that_did_not_take_are_caught(server):
+    facts = server.facts()
+    with pytest.raises(ServerStartError, match="log_bin requested ON, server reports OFF"):
+        verify_settings(ServerOptions(log_bin=True), facts, "default")

@@ -1,0 +1,90 @@
+"""Every workload, loaded and measured on real MariaDB."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+from claimlab import workloads as wl
+from claimlab.errors import WorkloadError
+from claimlab.servers import ServerOptions
+from conftest import query
+
+
+def _measure(workload, server, n=2):
+    workload.prepare(server)
+    with workload.session(server, seed=7) as measure:
+        return [measure() for _ in range(n)]
+
+
+def _metrics(m):
+    return {x.name: x.value for x in m.metrics}
+
+
+def test_proc_insert_loop(server):
+    runs = _measure(wl.ProcInsertLoop(name="ins", rows=50), server)
+    for m in runs:
+        values = _metrics(m)
+        assert values["elapsed_s"] > 0 and values["roundtrip_s"] > 0
+    db = wl.ProcInsertLoop(name="ins").schema()
+    assert query(server, "SELECT COUNT(*), MIN(id), MAX(id), SUM(a = b AND b = id) FROM t", db) == [
+        (50, 1, 50, 50)]
+    assert {row[2] for row in query(server, "SHOW INDEX FROM t", db)} == {"PRIMARY", "a", "b"}
+
+
+@pytest.mark.parametrize("charset, collation", [
+    ("latin1", "latin1_swedish_ci"), ("utf8mb3", "utf8mb3_general_ci"),
+    ("utf8mb4", "utf8mb4_general_ci"), ("utf8mb4", "utf8mb4_unicode_ci"),
+    ("utf8mb4", "utf8mb4_uca1400_ai_ci")])
+def test_varchar_scan_in_each_collation(server, charset, collation):
+    w = wl.VarcharScan(name="scan", rows=500, charset=charset, collation=collation)
+    assert all(_metrics(m)["elapsed_s"] > 0 for m in _measure(w, server))
+    assert query(server, "SELECT COLLATION_NAME, CHARACTER_MAXIMUM_LENGTH FROM information_schema.columns "
+                         "WHERE table_schema = DATABASE() AND table_name = 't_scan'", w.schema()) == [
+        (collation, 50)]
+
+
+def test_unknown_collation_is_a_workload_error(server):
+    with pytest.raises(WorkloadError, match="utf8mb4_0900_ai_ci"):
+        wl.VarcharScan(name="scan", rows=10, collation="utf8mb4_0900_ai_ci").prepare(server)
+
+
+def test_bulk_insert_and_join(server):
+    assert _measure(wl.BulkInsert(name="bulk", rows=250, batch=100), server)
+    assert _measure(wl.Join(name="join", rows=300), server)
+    assert query(server, "SELECT COUNT(*) FROM t_bulk", wl.BulkInsert(name="bulk").schema()) == [(250,)]
+
+
+def test_prepare_is_idempotent(server):
+    w = wl.Join(name="join", rows=100)
+    w.prepare(server)
+    first = query(server, "SELECT loaded_at FROM claimlab_loaded", w.schema())
+    w.prepare(server)
+    assert query(server, "SELECT loaded_at FROM claimlab_loaded", w.schema()) == first
+
+
+def test_sysbench_sets_names_and_reports(launcher, default_target, tmp_path):
+    log = tmp_path / "general.log"
+    options = ServerOptions(extra=(("general_log", "1"), ("general_log_file", str(log))))
+    with launcher.server(default_target, options).start() as srv:
+        w = wl.Sysbench(name="oltp", test="oltp_point_select", table_size=200, time=1, threads=2,
+                        ps_mode="disable", charset="latin1", schema_charset="utf8mb4")
+        (m,) = _measure(w, srv, n=1)
+        values = _metrics(m)
+        assert values["tps"] > 0 and values["qps"] >= values["tps"]
+        assert m.intervals and m.intervals[0]["threads"] == 2
+        assert query(srv, "SELECT DEFAULT_CHARACTER_SET_NAME FROM information_schema.schemata "
+                          "WHERE schema_name = DATABASE()", w.schema()) == [("utf8mb4",)]
+    text = Path(log).read_text()
+    # Each of the two threads ran SET NAMES before its first query.
+    assert len(re.findall(r"Query\tSET NAMES latin1\n", text)) == 2
+    assert srv.password not in text   # not even the lock-down statement is logged
+
+
+def test_sysbench_without_charset_sends_no_set_names(launcher, default_target, tmp_path):
+    log = tmp_path / "general.log"
+    options = ServerOptions(extra=(("general_log", "1"), ("general_log_file", str(log))))
+    with launcher.server(default_target, options).start() as srv:
+        _measure(wl.Sysbench(name="oltp", table_size=100, time=1, ps_mode="auto"), srv, n=1)
+    # claimlab's own connections set names quoted ('utf8mb4'); the wrapper's would be bare.
+    assert not re.findall(r"Query\tSET NAMES [a-z]", Path(log).read_text())

@@ -1,0 +1,81 @@
+"""Raw results: append-only, whole measurements, torn tails detected and repaired, edits caught."""
+
+import json
+
+import pytest
+
+from claimlab.errors import DataError
+from claimlab.store import RunStore, find_run, read_results, verify
+
+
+def _row(store, condition="binlog=on", repetition=0, iteration=0, metric="elapsed_s", value=1.0):
+    return {"run_id": store.run_id, "claim": "C4", "experiment": "exp", "condition": condition,
+            "binlog": condition.split("=")[1], "target": "default", "server_version": "10.11",
+            "workload": "ins", "repetition": repetition, "iteration": iteration, "seq": 0,
+            "attempt": 1, "metric": metric, "value": value, "unit": "s", "started_at": "t0",
+            "ended_at": "t1", "contention": False}
+
+
+@pytest.fixture
+def store(tmp_path):
+    return RunStore.create(tmp_path / "raw", "exp", ["binlog"], {"claim": "C4", "experiment": "exp",
+                                                               "factors": ["binlog"]})
+
+
+def test_append_and_read_back(store):
+    store.append_measurement([_row(store), _row(store, metric="roundtrip_s", value=0.001)])
+    store.append_measurement([_row(store, iteration=1, value=2.0)])
+    df = read_results(store.path)
+    assert len(df) == 3
+    assert store.completed() == {("binlog=on", "ins", 0, 0), ("binlog=on", "ins", 0, 1)}
+    assert df["binlog"].tolist() == ["on", "on", "on"]
+
+
+def test_run_directory_is_never_reused(tmp_path, store):
+    with pytest.raises(FileExistsError):
+        RunStore.create(tmp_path / "raw", "exp", ["binlog"], {}, run_id=store.run_id)
+
+
+def test_torn_last_line_is_detected_then_repaired(store):
+    store.append_measurement([_row(store)])
+    with open(store.path / "results.csv", "a") as fh:
+        fh.write("20261122,C4,exp,binlog=on,on,def")   # a crash mid-write
+    with pytest.raises(DataError, match="torn"):
+        read_results(store.path)
+    reopened = RunStore.open_run(store.path)
+    assert len(read_results(reopened.path)) == 1
+    events = [json.loads(x) for x in (store.path / "events.jsonl").read_text().splitlines()]
+    assert events[-1]["event"] == "repaired" and events[-1]["file"] == "results.csv"
+
+
+def test_edit_after_finish_is_refused_unless_accepted(store):
+    store.append_measurement([_row(store)])
+    store.finish("complete")
+    assert verify(store.path) == []
+    text = (store.path / "results.csv").read_text().replace(",1.0,", ",0.5,")
+    (store.path / "results.csv").write_text(text)
+    with pytest.raises(DataError, match="checksum"):
+        read_results(store.path)
+    assert read_results(store.path, accept_modified=True)["value"].tolist() == [0.5]
+
+
+def test_unknown_format_version_is_refused(store):
+    manifest = json.loads((store.path / "manifest.json").read_text())
+    manifest["format_version"] = 99
+    (store.path / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(DataError, match="format_version"):
+        read_results(store.path)
+
+
+def test_measurement_missing_a_column_is_refused(store):
+    row = _row(store)
+    del row["binlog"]
+    with pytest.raises(DataError, match="binlog"):
+        store.append_measurement([row])
+    assert store.completed() == set()
+
+
+def test_find_run(tmp_path, store):
+    assert find_run(store.run_id, tmp_path / "raw") == store.path
+    with pytest.raises(DataError, match="claimlab runs"):
+        find_run("nope", tmp_path / "raw")
