@@ -194,6 +194,14 @@ def _run_unit(exp: Experiment, store: RunStore, launcher: Launcher, unit: Unit, 
                                  fresh=design.fresh_datadir and attempt == 1)
         load_before = provenance.loadavg()
         started = now()
+        phases = dict.fromkeys(("start_s", "prepare_s", "warmup_s", "measure_s", "stop_s"), 0.0)
+        clock = time.monotonic()
+
+        def lap(phase: str) -> None:
+            nonlocal clock
+            t = time.monotonic()
+            phases[phase] += t - clock
+            clock = t
         try:
             server.start()
             facts = server.facts()
@@ -202,15 +210,18 @@ def _run_unit(exp: Experiment, store: RunStore, launcher: Launcher, unit: Unit, 
                                  "log_bin": facts.log_bin, "pid": server.pid, "started_at": started,
                                  "loadavg_before": load_before}, facts.stable_variables())
             verify_settings(server.options, facts, cond.target)
+            lap("start_s")
             for workload in cond.workloads:
                 iterations = [i for w, i in todo if w is workload
                               and (cond.id, w.name, unit.repetition, i) not in done]
                 if not iterations:
                     continue
                 workload.prepare(server)
+                lap("prepare_s")
                 with workload.session(server, unit_seed(design.seed, unit.seq, 0)) as measure:
                     for _ in range(design.warmup):
                         measure()
+                    lap("warmup_s")
                     for iteration in iterations:
                         start_ts = now()
                         m = measure()
@@ -220,8 +231,12 @@ def _run_unit(exp: Experiment, store: RunStore, launcher: Launcher, unit: Unit, 
                         done.add((cond.id, workload.name, unit.repetition, iteration))
                         stored += 1
                         bar.update(1)
+                    lap("measure_s")
+            server.stop()
+            lap("stop_s")
             store.event("unit_done", seq=unit.seq, condition=cond.id, repetition=unit.repetition,
-                        attempt=attempt, loadavg_after=provenance.loadavg())
+                        attempt=attempt, loadavg_after=provenance.loadavg(),
+                        phases={k: round(v, 4) for k, v in phases.items()})
             return stored
         except (ServerGone, ServerStartError) as exc:
             store.event("attempt_failed", seq=unit.seq, condition=cond.id, repetition=unit.repetition,

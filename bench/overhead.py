@@ -1,0 +1,73 @@
+"""What claimlab adds around the measured work, as a share of a run's wall time.
+
+    python bench/overhead.py                 # run every experiment's quick profile, then report
+    python bench/overhead.py --run RUN_ID..  # report on stored runs only
+
+Measured time is the sum of the measured iterations (their start/end stamps). The rest is split
+into server start (including reading back its variables), load, warm-up, stop, the gaps between
+measurements (storing a row and its fsync) and everything else (planning, provenance, cleanup).
+All figures come from one run each: ratios within a run, not timings to compare across machines.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from claimlab import params, runner
+from claimlab.store import find_run, read_jsonl, read_manifest, read_results
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _ts(text: str) -> dt.datetime:
+    return dt.datetime.fromisoformat(text)
+
+
+def overhead(run_dir: Path) -> dict:
+    manifest = read_manifest(run_dir)
+    df = read_results(run_dir, accept_modified=True)
+    per_measurement = df.drop_duplicates(["condition", "workload", "repetition", "iteration"])
+    measured = sum((_ts(e) - _ts(s)).total_seconds()
+                   for s, e in zip(per_measurement["started_at"], per_measurement["ended_at"]))
+    wall = (_ts(manifest["finished_at"]) - _ts(manifest["created_at"])).total_seconds()
+    phases = pd.DataFrame([e["phases"] for e in read_jsonl(run_dir / "events.jsonl")
+                           if e["event"] == "unit_done"]).sum()
+    row = {"experiment": manifest["experiment"], "profile": manifest["profile"],
+           "run_id": manifest["run_id"], "wall_s": wall, "measured_s": measured}
+    for phase in ("start_s", "prepare_s", "warmup_s", "stop_s"):
+        row[phase] = float(phases.get(phase, 0.0))
+    row["gaps_s"] = float(phases.get("measure_s", 0.0)) - measured
+    row["other_s"] = wall - measured - sum(row[p] for p in ("start_s", "prepare_s", "warmup_s",
+                                                            "stop_s", "gaps_s"))
+    row["overhead_share"] = 1 - measured / wall
+    return row
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--run", nargs="*", default=None, help="stored run ids to report on")
+    ap.add_argument("--profile", default="quick", choices=params.PROFILES)
+    args = ap.parse_args(argv)
+    if args.run:
+        dirs = [find_run(r) for r in args.run]
+    else:
+        dirs = []
+        for path in sorted((ROOT / "params").glob("*.yaml")):
+            outcome = runner.run(params.load(path, args.profile), progress=sys.stderr.isatty())
+            dirs.append(outcome.path)
+    table = pd.DataFrame([overhead(d) for d in dirs])
+    shares = table.assign(**{c.replace("_s", "_share"): table[c] / table["wall_s"]
+                             for c in ("start_s", "prepare_s", "warmup_s", "stop_s", "gaps_s", "other_s")})
+    cols = ["experiment", "profile", "wall_s", "measured_s", "overhead_share", "start_share",
+            "prepare_share", "warmup_share", "stop_share", "gaps_share", "other_share"]
+    print(shares[cols].to_string(index=False, float_format=lambda x: f"{x:.3f}"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
