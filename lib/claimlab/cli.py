@@ -56,6 +56,18 @@ def _parser() -> argparse.ArgumentParser:
                    help="leave out measurements flagged as taken under contention")
     a.add_argument("--accept-modified", action="store_true",
                    help="analyse data whose checksums no longer match its manifest")
+    rep = sub.add_parser("report", help="the main job: run every claim notebook and render reports/",
+                         description="Execute the claim notebooks with papermill (running the "
+                                     "experiments, or re-analysing stored runs with --from-data), "
+                                     "render single-file HTML and reports/index.html.")
+    rep.add_argument("--profile", default="quick", choices=params_mod.PROFILES,
+                     help="profile for the runs (default quick)")
+    rep.add_argument("--from-data", nargs="+", metavar="RUN_ID",
+                     help="re-render from stored runs; no server is started")
+    rep.add_argument("--only", nargs="+", metavar="EXPERIMENT", help="only these experiments")
+    rep.add_argument("--show-code", action="store_true", help="include the code cells in the HTML")
+    rep.add_argument("--out", type=Path, metavar="DIR", help="output directory (default reports/)")
+    rep.add_argument("--data", type=Path, metavar="DIR", help="where raw runs live (default data/raw)")
     return p
 
 
@@ -154,7 +166,16 @@ def cmd_analyze(args) -> int:
     return 0
 
 
-COMMANDS = {"run": cmd_run, "validate": cmd_validate, "targets": cmd_targets, "runs": cmd_runs,
+def cmd_report(args) -> int:
+    from . import report
+    index = report.build(profile=args.profile, run_ids=args.from_data, out_dir=args.out,
+                         show_code=args.show_code, data_dir=args.data, experiments=args.only,
+                         log=lambda msg: print(f"report: {msg}", file=sys.stderr))
+    print(f"reports written; open {index}")
+    return 0
+
+
+COMMANDS = {"report": cmd_report, "run": cmd_run, "validate": cmd_validate, "targets": cmd_targets, "runs": cmd_runs,
             "analyze": cmd_analyze}
 
 

@@ -1,0 +1,119 @@
+"""Figures for the claim notebooks (seaborn). They draw; they compute nothing a reader must trust.
+
+Every figure shows the data it summarises: observations are drawn individually over the box,
+effects carry their interval and the published value, and the run order is shown so drift and
+neighbours' noise are visible rather than averaged away.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+from matplotlib import ticker
+import pandas as pd
+import seaborn as sns
+
+sns.set_theme(style="whitegrid", context="notebook")
+_VERDICT_COLOURS = {"supported": "#1b7837", "contradicted": "#b2182b", "inconclusive": "#8c8c8c",
+                    "not_tested": "#d0d0d0"}
+
+
+def save(fig: plt.Figure, directory: str | Path, name: str) -> list[Path]:
+    """Write PNG and SVG side by side; the notebook still shows the figure inline."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = [directory / f"{name}.png", directory / f"{name}.svg"]
+    fig.savefig(paths[0], dpi=120, bbox_inches="tight")
+    fig.savefig(paths[1], bbox_inches="tight")
+    return paths
+
+
+def _conditions_order(results: pd.DataFrame) -> list[str]:
+    return sorted(results["condition"].unique())
+
+
+def observations(results: pd.DataFrame, metrics: list[str] | None = None) -> plt.Figure:
+    """Every observation per condition (strip) over its distribution (box), one panel per
+    workload and metric."""
+    data = results if metrics is None else results[results["metric"].isin(metrics)]
+    panels = data[["workload", "metric"]].drop_duplicates().values.tolist()
+    order = _conditions_order(data)
+    fig, axes = plt.subplots(1, len(panels), figsize=(max(5, 4.2 * len(panels)), 0.6 * len(order) + 2.2),
+                             squeeze=False)
+    for ax, (workload, metric) in zip(axes[0], panels):
+        panel = data[(data["workload"] == workload) & (data["metric"] == metric)]
+        unit = panel["unit"].iloc[0]
+        sns.boxplot(data=panel, x="value", y="condition", order=order, ax=ax, color="#e8e8e8",
+                    showfliers=False, width=0.6)
+        sns.stripplot(data=panel, x="value", y="condition", order=order, ax=ax, hue="repetition",
+                      palette="viridis", size=4, jitter=0.2, legend=False)
+        ax.set_title(f"{workload}: {metric}")
+        ax.set_xlabel(f"{metric} ({unit})")
+        ax.set_ylabel("")
+    fig.suptitle("Every measurement (colour: repetition = server process)", y=1.02, fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def effects(table: pd.DataFrame, title: str = "") -> plt.Figure:
+    """Forest plot: each comparison's ratio with its interval, and the published ratio beside it."""
+    rows = table.reset_index(drop=True)
+    labels = [f"{r.claim} {r.comparison}" + (f" [{r.target}]" if isinstance(r.target, str) else "")
+              for r in rows.itertuples()]
+    fig, ax = plt.subplots(figsize=(8, 0.55 * len(rows) + 1.6))
+    for y, r in enumerate(rows.itertuples()):
+        colour = _VERDICT_COLOURS.get(r.verdict, "#333333")
+        if pd.notna(r.ratio_mean):
+            ax.errorbar(r.ratio_mean, y, xerr=[[r.ratio_mean - r.ratio_mean_lo],
+                                               [r.ratio_mean_hi - r.ratio_mean]],
+                        fmt="o", color=colour, capsize=4, label="measured (95% CI)" if y == 0 else None)
+        if pd.notna(r.published_ratio):
+            ax.plot(r.published_ratio, y, marker="X", color="#d95f02", markersize=9, linestyle="none",
+                    label="published" if y == rows.index[rows["published_ratio"].notna()].min() else None)
+        ax.text(1.01, y, r.verdict.replace("_", " "), transform=ax.get_yaxis_transform(),
+                va="center", fontsize=9, color=colour)
+    ax.axvline(1.0, color="#555555", linewidth=1, linestyle="--")
+    ax.set_yticks(range(len(rows)), labels)
+    ax.invert_yaxis()
+    ax.set_xscale("log")
+    ax.xaxis.set_major_formatter(ticker.FormatStrFormatter("%g"))
+    ax.xaxis.set_minor_formatter(ticker.FormatStrFormatter("%g"))
+    ax.set_xlabel("ratio treatment / baseline (log scale; 1 = no effect)")
+    ax.set_title(title or "Effects with 95% intervals, and the published values")
+    handles, names = ax.get_legend_handles_labels()
+    if handles:
+        ax.legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def run_order(results: pd.DataFrame, metric: str | None = None) -> plt.Figure:
+    """Measurements in the order they were taken: drift and disturbances show as trends or jumps."""
+    data = results[results["metric"] == (metric or results["metric"].iloc[0])]
+    workloads = sorted(data["workload"].unique())
+    fig, axes = plt.subplots(len(workloads), 1, figsize=(9, 2.8 * len(workloads)), squeeze=False)
+    for ax, workload in zip(axes[:, 0], workloads):
+        panel = data[data["workload"] == workload].sort_values(["seq", "iteration"]).reset_index(drop=True)
+        panel = panel.assign(order=range(len(panel)))
+        sns.scatterplot(data=panel, x="order", y="value", hue="condition",
+                        hue_order=_conditions_order(data), ax=ax, s=25)
+        ax.set_title(f"{workload}: {panel['metric'].iloc[0]} in run order")
+        ax.set_xlabel("measurement, in the order taken")
+        ax.set_ylabel(f"{panel['metric'].iloc[0]} ({panel['unit'].iloc[0]})")
+        ax.legend(fontsize=7, loc="best")
+    fig.tight_layout()
+    return fig
+
+
+def interval_series(intervals: pd.DataFrame, value: str = "tps") -> plt.Figure:
+    """sysbench's per-interval throughput, one line per run, by condition: warm-up and stalls."""
+    fig, ax = plt.subplots(figsize=(9, 3.5))
+    data = intervals.assign(run=intervals["repetition"].astype(str) + "/" + intervals["iteration"].astype(str))
+    sns.lineplot(data=data, x="t_s", y=value, hue="condition", units="run", estimator=None, ax=ax,
+                 alpha=0.7, hue_order=sorted(data["condition"].unique()))
+    ax.set_xlabel("seconds into the measured run")
+    ax.set_ylabel(value)
+    ax.set_title(f"sysbench {value} per reporting interval (one line per run)")
+    fig.tight_layout()
+    return fig
