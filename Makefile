@@ -4,7 +4,7 @@
 VENV    ?= .venv
 PY      := $(VENV)/bin/python
 PROFILE ?= quick
-OS_PACKAGES := mariadb-server sysbench
+OS_PACKAGES := mariadb-server sysbench chromium chromium-driver
 PYTEST_ARGS ?=
 
 .PHONY: setup os-packages report test lint clean help

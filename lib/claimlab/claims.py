@@ -109,17 +109,19 @@ class Comparison:
             if self.published_ratio is not None or self.direction is not None:
                 raise ValueError("a null comparison predicts no difference: no ratio or direction")
             return
-        if self.direction not in DIRECTIONS:
-            raise ValueError(f"an effect needs a direction in {DIRECTIONS} or a published ratio")
         if self.published_ratio is not None:
             if not (math.isfinite(self.published_ratio) and self.published_ratio > 0):
                 raise ValueError("published_ratio must be a positive number")
+            if self.published_ratio == 1:
+                raise ValueError("a published ratio of 1 is no effect: use kind 'null'")
             implied = "lower" if self.published_ratio < 1 else "higher"
-            if self.published_ratio == 1 or self.direction != implied:
+            if self.direction != implied:
                 raise ValueError(
-                    f"published_ratio {self.published_ratio} implies direction {implied!r}, "
+                    f"published_ratio {self.published_ratio:g} implies direction {implied!r}, "
                     f"not {self.direction!r}"
                 )
+        if self.direction not in DIRECTIONS:
+            raise ValueError(f"an effect needs a direction in {DIRECTIONS} or a published ratio")
 
 
 @dataclass(frozen=True)
@@ -235,7 +237,7 @@ def _comparison(node: _Node, claim_target: str) -> Comparison:
     ratio_node = fields.child("published_ratio", None)
     ratio = None if ratio_node.value is None else ratio_node.number()
     direction = fields.string("direction", "") or None
-    if direction is None and ratio is not None and ratio != 1:
+    if direction is None and ratio is not None:
         direction = "lower" if ratio < 1 else "higher"
     margin_node = fields.child("equivalence_margin", DEFAULT_EQUIVALENCE_MARGIN)
     return node.build(
@@ -279,7 +281,9 @@ class _Node:
 
     def string(self) -> str:
         if not isinstance(self.value, str) or not self.value.strip():
-            raise self.fail(f"expected a non-empty string (quote numbers such as '5.7'), got {self.value!r}")
+            raise self.fail(
+                f"expected a non-empty string (quote numbers such as '5.7'), got {self.value!r}"
+            )
         return self.value.strip()
 
     def number(self) -> float:

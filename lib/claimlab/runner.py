@@ -20,7 +20,7 @@ from . import provenance
 from .design import Condition, Unit, conditions, schedule, unit_seed
 from .errors import ClaimlabError, ServerGone, ServerStartError, TargetUnavailable
 from .params import Experiment
-from .servers import Launcher, ServerFacts, ServerOptions, check_available
+from .servers import ExternalServer, Launcher, ServerFacts, ServerOptions, check_available
 from .store import RunStore, find_run, now, project_root, raw_root, read_results
 
 
@@ -157,7 +157,19 @@ def run(exp: Experiment, *, data_root: Path | None = None, work_root: Path | Non
     finally:
         bar.close()
         _cleanup_work(work, exp)
+        _drop_external_schemas(exp, runnable, store)
     return outcome
+
+
+def _drop_external_schemas(exp: Experiment, conds: list[Condition], store: RunStore) -> None:
+    """On someone else's server, leave nothing behind but what was there: drop our schemas."""
+    for name in sorted({c.target for c in conds if exp.targets[c.target].kind == "external"}):
+        server = ExternalServer(exp.targets[name])
+        for schema in sorted({w.schema() for c in conds if c.target == name for w in c.workloads}):
+            try:
+                server.drop_schema(schema)
+            except ClaimlabError as exc:
+                store.event("cleanup_failed", target=name, schema=schema, reason=str(exc))
 
 
 def _design_dict(exp: Experiment) -> dict:

@@ -303,6 +303,16 @@ class Server:
     def alive(self) -> bool:
         return True
 
+    def drop_schema(self, schema: str) -> None:
+        """Only ever a schema claimlab owns: the prefix is checked here, where the SQL is built."""
+        if not re.fullmatch(r"claimlab_[A-Za-z0-9_]{1,55}", schema):
+            raise ValueError(f"refusing to drop {schema!r}: not a claimlab schema")
+        conn = self.connect()
+        try:
+            conn.cursor().execute(f"DROP DATABASE IF EXISTS `{schema}`")
+        finally:
+            conn.close()
+
     def stop(self) -> None:
         pass
 

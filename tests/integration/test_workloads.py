@@ -88,3 +88,14 @@ def test_sysbench_without_charset_sends_no_set_names(launcher, default_target, t
         _measure(wl.Sysbench(name="oltp", table_size=100, time=1, ps_mode="auto"), srv, n=1)
     # claimlab's own connections set names quoted ('utf8mb4'); the wrapper's would be bare.
     assert not re.findall(r"Query\tSET NAMES [a-z]", Path(log).read_text())
+
+
+def test_join_plan_is_primary_key_lookups_even_after_restart(launcher, default_target):
+    """A restart once flipped this join to a block-nested-loop scan (800x slower): pin the plan."""
+    w = wl.Join(name="join", rows=2000)
+    for _ in range(2):
+        with launcher.server(default_target, ServerOptions()).start() as srv:
+            w.prepare(srv)
+            plan = query(srv, "EXPLAIN " + w.QUERY, w.schema())
+            inner = [row for row in plan if row[2] == "i"][0]
+            assert inner[3] == "eq_ref" and inner[5] == "PRIMARY", plan
