@@ -19,14 +19,12 @@ _VERDICT_COLOURS = {"supported": "#1b7837", "contradicted": "#b2182b", "inconclu
                     "not_tested": "#d0d0d0"}
 
 
-def save(fig: plt.Figure, directory: str | Path, name: str) -> list[Path]:
+def save(fig: plt.Figure, directory: str | Path, name: str) -> None:
     """Write PNG and SVG side by side; the notebook still shows the figure inline."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    paths = [directory / f"{name}.png", directory / f"{name}.svg"]
-    fig.savefig(paths[0], dpi=120, bbox_inches="tight")
-    fig.savefig(paths[1], bbox_inches="tight")
-    return paths
+    fig.savefig(directory / f"{name}.png", dpi=120, bbox_inches="tight")
+    fig.savefig(directory / f"{name}.svg", bbox_inches="tight")
 
 
 def _conditions_order(results: pd.DataFrame) -> list[str]:

@@ -198,11 +198,12 @@ def render_html(notebook: Path, show_code: bool = False) -> Path:
 
 def build(*, profile: str = "quick", run_ids: list[str] | None = None, out_dir: Path | None = None,
           show_code: bool = False, data_dir: Path | None = None, experiments: list[str] | None = None,
-          log=print) -> Path:
+          figures_dir: Path | None = None, log=print) -> Path:
     """Run (or re-analyse) every claim notebook, then the summary, then the index."""
     root = project_root()
     out_dir = (out_dir or root / "reports").resolve()
     data_dir = (data_dir or raw_root(root)).resolve()
+    figures_dir = (figures_dir or root / "figures").resolve()
     plan: dict[str, str | None] = {}
     if run_ids:
         from .store import find_run
@@ -218,12 +219,12 @@ def build(*, profile: str = "quick", run_ids: list[str] | None = None, out_dir: 
         summary_path = out_dir / f"{experiment}.summary.json"
         nb = execute(NOTEBOOKS[experiment], out_dir, {
             "profile": profile, "run_id": run_id, "data_dir": str(data_dir),
-            "figures_dir": str(root / "figures"), "summary_json": str(summary_path)}, root)
+            "figures_dir": str(figures_dir), "summary_json": str(summary_path)}, root)
         built.append(Built(experiment, nb, render_html(nb, show_code), json.loads(summary_path.read_text())))
     log("summary")
     summary_nb = execute(SUMMARY, out_dir, {
         "run_ids": [b.summary["run_id"] for b in built], "data_dir": str(data_dir),
-        "figures_dir": str(root / "figures")}, root)
+        "figures_dir": str(figures_dir)}, root)
     summary_html = render_html(summary_nb, show_code)
     index = write_index(out_dir / "index.html", built, summary_html)
     leaked = scrub(out_dir.rglob("*"), secret_values(root))

@@ -68,7 +68,7 @@ def test_comparisons_carry_what_a_verdict_needs(claims):
     assert c1["mismatch_vs_latin1"].baseline == Condition.of({"charset": "latin1"})
     assert c1["mismatch_vs_latin1"].source_target == "MySQL 5.7.28"
     assert comparisons(claims["C2"])["unicode_vs_general"].direction == "two_sided"
-    assert c3["v80_vs_v57_insert"].baseline.levels == (("version", "5.7"),)
+    assert c3["v80_vs_v57_insert"].baseline.levels == (("server", "mysql57"),)
     assert "emulat" in c3["defaults80_vs_defaults57_insert"].note
     assert "uca1400" in comparisons(claims["C2"])["uca1400_vs_utf8mb3"].note
     assert comparisons(claims["C4"])["binlog_on_vs_off"].treatment.label == "binlog=on"

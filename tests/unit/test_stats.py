@@ -155,7 +155,7 @@ def test_effect_sizes():
     baseline, treatment = np.array([1.0, 2.0, 3.0]), np.array([2.0, 4.0, 6.0])
     assert stats.hodges_lehmann_ratio(baseline, treatment) == pytest.approx(2.0)
     p, delta = stats.mann_whitney(baseline, treatment)
-    assert delta == pytest.approx((5 - 1) / 9)
+    assert delta == pytest.approx((7 - 1) / 9), "7 pairs higher, 1 tie, 1 lower"
     assert stats.mann_whitney(baseline, baseline * 10)[1] == 1.0
     assert 0 < p <= 1
 
@@ -258,11 +258,11 @@ def test_analyze_contradicts_and_explains_an_inconclusive_claim():
 def test_comparisons_without_their_levels_are_not_tested():
     table = stats.analyze(c4_results(), CLAIMS["C3"], n_boot=200)
     assert (table["verdict"] == "not_tested").all()
-    assert "factor version absent" in table["verdict_note"].iloc[0]
-    results = c4_results().assign(experiment="insert_57_vs_80", version="8.0")
+    assert "factor server absent" in table["verdict_note"].iloc[0]
+    results = c4_results().assign(experiment="insert_57_vs_80", server="mysql80")
     table = stats.analyze(results, CLAIMS["C3"], n_boot=200).set_index("comparison")
-    assert "version=5.7" in table.loc["v80_vs_v57_insert", "verdict_note"]
-    assert "levels present: version: 8.0" in table.loc["v80_vs_v57_insert", "verdict_note"]
+    assert "server=mysql57" in table.loc["v80_vs_v57_insert", "verdict_note"]
+    assert "levels present: server: mysql80" in table.loc["v80_vs_v57_insert", "verdict_note"]
 
 
 def test_contention_rows_are_included_or_excluded_and_said():
@@ -318,20 +318,28 @@ def test_missing_columns_are_a_data_error():
 # --------------------------------------------------------------------------- diagnostics
 
 
-def test_diagnostics_find_drift_warmup_and_outliers():
+def test_diagnostics_find_drift_and_warmup():
     noise = Noise(between_sd=0.01, within_sd=0.01, drift=0.3, warmup=0.1)
-    results = c4_results(noise=noise, n_blocks=12, contention_rate=0.05)
+    found = stats.diagnostics(c4_results(noise=noise, n_blocks=12))
+    assert found.drift["flagged"].all()
+    np.testing.assert_allclose(found.drift["change_per_100"], np.expm1(0.3 / 120 * 100), rtol=0.2)
+    assert found.warmup["flagged"].all()
+    np.testing.assert_allclose(found.warmup["first_vs_rest"], np.exp(0.1), rtol=0.02)
+    quiet = stats.diagnostics(c4_results(noise=Noise(drift=0.0), n_blocks=12))
+    assert not quiet.drift["flagged"].any() and not quiet.warmup["flagged"].any()
+    assert quiet.outliers.empty
+
+
+def test_diagnostics_list_outliers_and_the_contention_policy():
+    results = c4_results(contention_rate=0.05)
     results.loc[results.index[5], "value"] *= 3
     found = stats.diagnostics(results)
-    assert found.drift["flagged"].all() and (found.drift["change_per_100"] > 0).all()
-    assert found.warmup["flagged"].all() and (found.warmup["first_vs_rest"] > 1.05).all()
     assert results.loc[results.index[5], "seq"] in found.outliers["seq"].tolist()
     assert found.outliers["rule"].str.contains("Iglewicz").all()
-    assert found.contention.startswith("included")
-    quiet = stats.diagnostics(c4_results(noise=Noise(drift=0.0), n_blocks=12),
-                              include_contention=False)
-    assert not quiet.drift["flagged"].any() and not quiet.warmup["flagged"].any()
-    assert quiet.contention.startswith("excluded")
+    assert (found.outliers["robust_z"].abs() > stats.OUTLIER_Z).all()
+    busy = int(results["contention"].sum())
+    assert found.contention == f"included: {busy} of 80 rows were taken on a busy machine"
+    assert stats.diagnostics(results, include_contention=False).contention.startswith("excluded")
 
 
 # --------------------------------------------------------------------------- sequential stopping
@@ -354,12 +362,18 @@ def test_should_stop_waits_decides_and_caps():
     assert not early.stop and "2 of at least 3 blocks" in early.reason
     decided = [stats.should_stop(clear[clear["repetition"] < k], c4, rule) for k in range(3, 9)]
     assert any(decision.stop and "decided" in decision.reason for decision in decided)
-    unclear = c4_results(ratio=1.01, n_blocks=8)
-    last = stats.should_stop(unclear, c4, rule)
+    refuted = stats.should_stop(c4_results(ratio=1.01, n_blocks=8), c4, rule)
+    assert refuted.stop and "decided" in refuted.reason, "the published 2.85 is ruled out"
+    two_sided = next(c for c in CLAIMS["C2"].comparisons if c.name == "unicode_vs_general")
+    unclear = simulate_comparison(two_sided, true_ratio=1.02, claim="C2", n_blocks=8, seed=3)
+    last = stats.should_stop(unclear, CLAIMS["C2"], rule)
     assert last.stop and "cap of 8 blocks" in last.reason and last.blocks == 8
-    assert not stats.should_stop(unclear[unclear["repetition"] < 5], c4, rule).stop
+    assert "open: unicode_vs_general" in last.reason
+    assert not stats.should_stop(unclear[unclear["repetition"] < 5], CLAIMS["C2"], rule).stop
     nothing = stats.should_stop(clear, CLAIMS["C3"], rule)
-    assert not nothing.stop and "no comparison" in nothing.reason
+    assert nothing.stop and "nothing to test" in nothing.reason and "server" in nothing.reason
+    one = stats.should_stop(clear[clear["repetition"] < 1], c4, rule)
+    assert not one.stop and "1 of at least 3 blocks" in one.reason
 
 
 def test_analyze_uses_the_level_the_stopping_rule_left():
