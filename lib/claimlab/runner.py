@@ -6,6 +6,8 @@ The runner owns the order of events and the handling of faults; it computes no s
 
 from __future__ import annotations
 
+import fcntl
+import os
 import shutil
 import signal
 import sys
@@ -119,7 +121,14 @@ def run(exp: Experiment, *, data_root: Path | None = None, work_root: Path | Non
             "provenance": provenance.collect(Path(exp.source).resolve().parent.parent),
         }
         store = RunStore.create(data_root, exp.name, factors, manifest)
-    work = (work_root or project_root() / "work") / store.run_id
+    work_root = work_root or project_root() / "work"
+    reaped = reap_stale(work_root)
+    if reaped:
+        store.event("reaped_stale_servers", pids=reaped)
+    work = work_root / store.run_id
+    work.mkdir(parents=True, exist_ok=True)
+    lock = open(work / ".lock", "w")
+    fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)   # held for the whole run: "this run is alive"
     outcome = RunOutcome(store.run_id, store.path, "running", skipped=skipped)
     done = store.completed()
     launcher = Launcher(work)
@@ -157,8 +166,60 @@ def run(exp: Experiment, *, data_root: Path | None = None, work_root: Path | Non
     finally:
         bar.close()
         _cleanup_work(work, exp)
+        lock.close()
         _drop_external_schemas(exp, runnable, store)
     return outcome
+
+
+def reap_stale(work_root: Path) -> list[int]:
+    """Servers left by a claimlab that was killed (SIGKILL, power loss): stop them by the pid
+    files in run directories whose lock nobody holds, and remove those directories.
+
+    A pid is only signalled when /proc says that process was started with that directory's
+    option file, so a recycled pid is never hit."""
+    reaped = []
+    if not work_root.is_dir():
+        return reaped
+    for run_dir in sorted(p for p in work_root.iterdir() if (p / ".lock").exists()):
+        with open(run_dir / ".lock", "a") as lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                continue   # a live run owns it
+            for pid_file in run_dir.glob("*/server.pid"):
+                pid = _read_pid(pid_file)
+                if pid and _started_with(pid, pid_file.parent / "my.cnf"):
+                    _terminate(pid)
+                    reaped.append(pid)
+            shutil.rmtree(run_dir, ignore_errors=True)
+    return reaped
+
+
+def _read_pid(path: Path) -> int | None:
+    try:
+        return int(path.read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def _started_with(pid: int, cnf: Path) -> bool:
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return f"--defaults-file={cnf}".encode() in cmdline
+
+
+def _terminate(pid: int, timeout: float = 30.0) -> None:
+    try:
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            os.kill(pid, 0)
+            time.sleep(0.1)
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
 
 
 def _drop_external_schemas(exp: Experiment, conds: list[Condition], store: RunStore) -> None:

@@ -165,3 +165,24 @@ def test_cli_errors_are_one_line(tmp_path, write_params):
     assert result.returncode == 1
     assert result.stderr.count("\n") == 1 and str(bad) in result.stderr and "workloads.ins.rows" in result.stderr
     assert not (tmp_path / "raw").exists()
+
+
+def test_crash_of_claimlab_leaves_a_resumable_run_and_its_server_is_reaped(tmp_path, write_params, mariadbd):
+    path = write_params(EXP.format(rows=1500, iterations=3))
+    proc = _start_cli_run(path, tmp_path)
+    try:
+        run_dir = _wait_for(lambda: _run_dir(tmp_path))
+        _wait_for(lambda: _measurements(run_dir) >= 2)
+        proc.kill()                      # SIGKILL: no handler runs, the server is orphaned
+        proc.wait(timeout=30)
+    finally:
+        proc.kill()
+    orphans = [p for p in _server_pids(run_dir) if pid_alive(p)]
+    assert orphans, "expected the server of the killed run to be left running"
+    result = run_cli("run", str(path), "--data", str(tmp_path / "raw"), "--work", str(tmp_path / "work"),
+                     "--no-progress", "--resume", run_dir.name)
+    assert result.returncode == 0, result.stderr
+    assert not any(pid_alive(p) for p in orphans)
+    assert any(e["event"] == "reaped_stale_servers" for e in _events(run_dir))
+    _assert_one_row_per_measurement(read_results(run_dir), 12)
+    assert not any(pid_alive(p) for p in _server_pids(run_dir))
