@@ -87,7 +87,7 @@ def cmd_run(args) -> int:
     claim = _claim_for(exp.claim) if exp.design.sequential else None
     outcome = runner.run(exp, data_root=args.data, work_root=args.work, resume=args.resume,
                          progress=not args.no_progress and sys.stderr.isatty(), claim=claim)
-    for target, reason in outcome.skipped.items():
+    for reason in outcome.skipped.values():
         print(f"not run: {reason}")
     print(f"run {outcome.run_id}: {outcome.status}, {outcome.measurements} measurements stored in "
           f"{outcome.path}")

@@ -10,9 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import matplotlib.pyplot as plt
-from matplotlib import ticker
 import pandas as pd
 import seaborn as sns
+from matplotlib import ticker
 
 sns.set_theme(style="whitegrid", context="notebook")
 _VERDICT_COLOURS = {"supported": "#1b7837", "contradicted": "#b2182b", "inconclusive": "#8c8c8c",

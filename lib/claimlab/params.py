@@ -154,7 +154,7 @@ def load(path: str | Path, profile: str = "quick") -> Experiment:
     experiment = Experiment(source=source, name=name, claim=claim, description=description,
                             profile=profile, targets=targets, workloads=tuple(workloads.values()),
                             factors=tuple(factors), design=design, document=document)
-    from .design import conditions   # validates every combination of levels now, not mid-run
+    from .design import conditions  # validates every combination of levels now, not mid-run
     conditions(experiment)
     return experiment
 

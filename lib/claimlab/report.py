@@ -56,6 +56,7 @@ def method_markdown(run_dir: Path) -> str:
     factors = ", ".join(f"`{c['id']}`" for c in m["conditions"])
     skipped = "".join(f"\n- **Not run:** {reason}" for reason in m.get("skipped_targets", {}).values())
     blocks = max(p["block"] for p in m["plan"]) + 1 if m["plan"] else 0
+    packages = ", ".join(f"{k} {v}" for k, v in sorted(m["provenance"]["packages"].items()) if v)
     return (
         f"**Run** `{m['run_id']}` ({m['profile']} profile, {m['status']}), started {m['created_at']}.\n\n"
         f"- Conditions: {factors}\n"
@@ -68,7 +69,8 @@ def method_markdown(run_dir: Path) -> str:
         f"- Code: commit `{(m['provenance']['git'] or {}).get('commit')}`"
         f"{' (uncommitted changes)' if (m['provenance']['git'] or {}).get('dirty') else ''}; "
         f"mysql-connector-python {m['provenance']['packages'].get('mysql-connector-python')} "
-        f"({m['provenance']['connector_implementation']}); {m['provenance'].get('sysbench')}."
+        f"({m['provenance']['connector_implementation']}); {m['provenance'].get('sysbench')}.\n"
+        f"- Packages: {packages}; Python {host.get('python')}; {host.get('os')}."
         f"{skipped}")
 
 
@@ -255,7 +257,8 @@ def write_index(path: Path, built: list[Built], summary_html: Path) -> Path:
 <html lang="en"><head><meta charset="utf-8"><title>claimlab: verdicts</title>
 <style>
 body {{ font-family: system-ui, sans-serif; margin: 2em auto; max-width: 70em; color: #222; }}
-table {{ border-collapse: collapse; width: 100%; }} td, th {{ border-bottom: 1px solid #ddd; padding: .4em .6em; text-align: left; }}
+table {{ border-collapse: collapse; width: 100%; }}
+td, th {{ border-bottom: 1px solid #ddd; padding: .4em .6em; text-align: left; }}
 tr.supported b {{ color: #1b7837; }} tr.contradicted b {{ color: #b2182b; }} tr.inconclusive b {{ color: #666; }}
 tr.not_tested {{ color: #999; }}
 </style></head><body>

@@ -267,14 +267,8 @@ def _run_unit(exp: Experiment, store: RunStore, launcher: Launcher, unit: Unit, 
                                  fresh=design.fresh_datadir and attempt == 1)
         load_before = provenance.loadavg()
         started = now()
-        phases = dict.fromkeys(("start_s", "prepare_s", "warmup_s", "measure_s", "stop_s"), 0.0)
-        clock = time.monotonic()
-
-        def lap(phase: str) -> None:
-            nonlocal clock
-            t = time.monotonic()
-            phases[phase] += t - clock
-            clock = t
+        phases = _Phases()
+        lap = phases.lap
         try:
             server.start()
             facts = server.facts()
@@ -309,7 +303,7 @@ def _run_unit(exp: Experiment, store: RunStore, launcher: Launcher, unit: Unit, 
             lap("stop_s")
             store.event("unit_done", seq=unit.seq, condition=cond.id, repetition=unit.repetition,
                         attempt=attempt, loadavg_after=provenance.loadavg(),
-                        phases={k: round(v, 4) for k, v in phases.items()})
+                        phases=phases.rounded())
             return stored
         except (ServerGone, ServerStartError) as exc:
             store.event("attempt_failed", seq=unit.seq, condition=cond.id, repetition=unit.repetition,
@@ -320,6 +314,22 @@ def _run_unit(exp: Experiment, store: RunStore, launcher: Launcher, unit: Unit, 
         finally:
             server.stop()
     return stored
+
+
+class _Phases:
+    """Wall time per phase of a unit (start, load, warm-up, measured, stop): bench/overhead.py."""
+
+    def __init__(self):
+        self.totals = dict.fromkeys(("start_s", "prepare_s", "warmup_s", "measure_s", "stop_s"), 0.0)
+        self._clock = time.monotonic()
+
+    def lap(self, phase: str) -> None:
+        now_ = time.monotonic()
+        self.totals[phase] += now_ - self._clock
+        self._clock = now_
+
+    def rounded(self) -> dict[str, float]:
+        return {k: round(v, 4) for k, v in self.totals.items()}
 
 
 def _store_measurement(exp, store, unit, cond, workload, iteration, attempt, version, m, start_ts,

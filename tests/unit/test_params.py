@@ -81,7 +81,8 @@ BAD = {
     "bad sysbench test": (MINIMAL.replace("kind: proc_insert_loop, rows: 10", "kind: sysbench, test: rm_rf"),
                           "workloads.ins.test"),
     "top level list": ("- 1\n- 2\n", "(top level)"),
-    "sequential min above max": (MINIMAL.replace("warmup: 0}", "warmup: 0, sequential: {min_blocks: 9, max_blocks: 3}}"),
+    "sequential min above max": (MINIMAL.replace("warmup: 0}",
+                                                 "warmup: 0, sequential: {min_blocks: 9, max_blocks: 3}}"),
                                  "design.sequential.min_blocks"),
 }
 
