@@ -151,13 +151,15 @@ def cmd_analyze(args) -> int:
     import pandas as pd
 
     from . import stats
-    from .store import find_run, raw_root, read_results
+    from .runner import stop_rule
+    from .store import find_run, raw_root, read_manifest, read_results
     tables = []
     for run_id in args.run_ids:
         path = find_run(run_id, args.data or raw_root())
         df = read_results(path, accept_modified=args.accept_modified)
         claim = _claim_for(str(df["claim"].iloc[0]) if len(df) else "")
-        table = stats.analyze(df, claim, include_contention=not args.exclude_contention)
+        table = stats.analyze(df, claim, include_contention=not args.exclude_contention,
+                              stop_rule=stop_rule(read_manifest(path)))
         print(stats.summary_line(table, claim))
         tables.append(table.assign(run_id=run_id))
     if args.table:

@@ -246,11 +246,19 @@ def _should_stop(exp: Experiment, store: RunStore, claim, blocks_done: int) -> b
     if rule is None or claim is None:
         return False
     from . import stats
-    decision = stats.should_stop(read_results(store.path), claim, stats.StopRule(
-        target_rel_width=rule.target_rel_width, min_blocks=rule.min_blocks,
-        max_blocks=rule.max_blocks, alpha=rule.alpha))
+    decision = stats.should_stop(read_results(store.path), claim, stop_rule(store.manifest()))
     store.event("sequential", blocks=blocks_done, stop=decision.stop, reason=decision.reason)
     return decision.stop
+
+
+def stop_rule(manifest: dict):
+    """The stopping rule a run was designed with (None for a fixed design): its analysis must use
+    the same rule, so that stopping early keeps the promised error rate."""
+    seq = (manifest.get("design") or {}).get("sequential")
+    if not seq:
+        return None
+    from .stats import StopRule
+    return StopRule(**seq)
 
 
 def _run_unit(exp: Experiment, store: RunStore, launcher: Launcher, unit: Unit, todo, done, bar) -> int:

@@ -186,3 +186,19 @@ def test_crash_of_claimlab_leaves_a_resumable_run_and_its_server_is_reaped(tmp_p
     assert any(e["event"] == "reaped_stale_servers" for e in _events(run_dir))
     _assert_one_row_per_measurement(read_results(run_dir), 12)
     assert not any(pid_alive(p) for p in _server_pids(run_dir))
+
+
+def test_sequential_design_stops_when_the_claim_is_decided(tmp_path, write_params, mariadbd):
+    from claimlab.claims import load_claims
+    text = EXP.format(rows=300, iterations=2).replace("ins:", "insert_loop:").replace(
+        "max_attempts: 3}", "max_attempts: 3, sequential: {min_blocks: 3, max_blocks: 8, target_rel_width: 0.5}}")
+    exp = params.load(write_params(text, name="binlog_default"))
+    claim = load_claims(ROOT / "data" / "claims.yaml")["C4"]
+    outcome = runner.run(exp, data_root=tmp_path / "raw", work_root=tmp_path / "work", progress=False,
+                         claim=claim)
+    decisions = [e for e in _events(outcome.path) if e["event"] == "sequential"]
+    assert decisions and decisions[-1]["stop"] is True
+    blocks = read_results(outcome.path)["repetition"].nunique()
+    assert 3 <= blocks < 8, decisions       # binlog on vs off is decided long before the cap
+    assert [d["blocks"] for d in decisions] == list(range(1, blocks + 1))[-len(decisions):]
+    assert runner.stop_rule(read_manifest(outcome.path)).max_blocks == 8
