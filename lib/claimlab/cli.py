@@ -192,7 +192,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.debug:
             raise
         from .runner import Interrupted
-        print(f"claimlab: error: {exc}", file=sys.stderr)
+        message = " | ".join(line.strip() for line in str(exc).splitlines() if line.strip())
+        print(f"claimlab: error: {message}", file=sys.stderr)
         if isinstance(exc, Interrupted):
             print("claimlab: resume with `claimlab run ... --resume RUN_ID` (see `claimlab runs`)",
                   file=sys.stderr)

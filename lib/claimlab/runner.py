@@ -155,13 +155,11 @@ def run(exp: Experiment, *, data_root: Path | None = None, work_root: Path | Non
         store.finish("complete", skipped_targets=skipped)
     except Interrupted as exc:
         outcome.status = "interrupted"
-        store.event("interrupted", reason=str(exc))
-        store.finish("interrupted")
+        _close_quietly(store, "interrupted", exc)
         raise
     except ClaimlabError as exc:
         outcome.status = "failed"
-        store.event("failed", reason=str(exc))
-        store.finish("failed")
+        _close_quietly(store, "failed", exc)
         raise
     finally:
         bar.close()
@@ -169,6 +167,16 @@ def run(exp: Experiment, *, data_root: Path | None = None, work_root: Path | Non
         lock.close()
         _drop_external_schemas(exp, runnable, store)
     return outcome
+
+
+def _close_quietly(store: RunStore, status: str, exc: Exception) -> None:
+    """Record why the run stopped; if even that cannot be written (disk full), the original error
+    is the one to report, and the results file is already valid."""
+    try:
+        store.event(status, reason=str(exc))
+        store.finish(status)
+    except (OSError, ClaimlabError):
+        pass
 
 
 def reap_stale(work_root: Path) -> list[int]:

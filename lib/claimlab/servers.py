@@ -148,12 +148,15 @@ class TargetSpec:
     password_env: str | None = None
     allow_remote: bool = False
     allow_global_changes: bool = False
+    ready_timeout: float = READY_TIMEOUT_S   # local kinds: seconds to wait for a started server
 
     @classmethod
     def from_fields(cls, name: str, f: Fields) -> "TargetSpec":
         kind = f.choice("kind", KINDS, "mariadb")
         options = ServerOptions.from_fields(f.sub("options"))
         spec = cls(name=name, kind=kind, options=options)
+        if kind != "external":
+            spec = replace(spec, ready_timeout=f.number("ready_timeout", READY_TIMEOUT_S, minimum=1))
         if kind == "mariadb":
             spec = replace(spec, binary=f.get("binary", str))
         elif kind == "mysql-tarball":
@@ -340,7 +343,7 @@ class LocalServer(Server):
         self.password: str | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
-    def start(self, ready_timeout: float = READY_TIMEOUT_S) -> "LocalServer":
+    def start(self) -> "LocalServer":
         self.home.mkdir(parents=True, exist_ok=True)
         fresh = not (self.datadir / "mysql").is_dir()
         if fresh:
@@ -358,7 +361,7 @@ class LocalServer(Server):
             self.pid = self.proc.pid
             self.pid_file.write_text(f"{self.pid}\n")
             try:
-                self._wait_ready(ready_timeout, fresh, log_start)
+                self._wait_ready(self.target.ready_timeout, fresh, log_start)
                 return self
             except ServerStartError as exc:
                 self._kill()
@@ -609,7 +612,9 @@ def _extract(target: TargetSpec, archive: Path, base: Path) -> None:
             raise TargetUnavailable(f"target {target.name}: {archive.name} is not a MySQL tarball")
         inner[0].rename(base)
     except (tarfile.TarError, EOFError, OSError) as exc:
-        raise TargetUnavailable(f"target {target.name}: cannot extract {archive.name}: {exc}") from None
+        reason = str(exc).splitlines()[0].rstrip(":") if str(exc) else type(exc).__name__
+        raise TargetUnavailable(f"target {target.name}: cannot extract {archive.name} (corrupt or "
+                                f"truncated?): {reason}") from None
     finally:
         shutil.rmtree(staging, ignore_errors=True)
 

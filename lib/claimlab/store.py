@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
+import errno
 import hashlib
 import io
 import json
@@ -63,13 +64,27 @@ def now() -> str:
 
 
 def _append(path: Path, text: str) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    """Append whole lines or nothing: on a short or failed write (disk full, read-only, quota) the
+    file is cut back to where it was, so it stays valid and the measurement counts as not done."""
+    data = text.encode()
     try:
-        data = text.encode()
-        written = os.write(fd, data)
-        if written != len(data):
-            raise OSError(28, f"short write to {path}")
-        os.fsync(fd)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise DataError(f"{path}: cannot open for writing: {exc.strerror}") from None
+    try:
+        start = os.fstat(fd).st_size
+        try:
+            written = os.write(fd, data)
+            if written != len(data):
+                raise OSError(errno.ENOSPC, f"short write ({written} of {len(data)} bytes)")
+            os.fsync(fd)
+        except OSError as exc:
+            try:
+                os.ftruncate(fd, start)
+            except OSError:
+                pass   # the reader still detects a torn tail, and --resume repairs it
+            raise DataError(f"{path}: cannot write: {exc.strerror}; what was measured before is "
+                            "intact: free space or fix permissions, then `claimlab run ... --resume`") from None
     finally:
         os.close(fd)
 

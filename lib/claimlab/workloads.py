@@ -166,9 +166,10 @@ class VarcharScan(Workload):
     collation: str | None = None
 
     def __post_init__(self):
-        for value in (self.charset, self.collation):
+        for name in ("charset", "collation"):
+            value = getattr(self, name)
             if value is not None and not _IDENT.match(value):
-                raise ValueError(f"charset: {value!r} is not a charset/collation name")
+                raise ValueError(f"{name}: {value!r} is not a charset/collation name")
 
     def load(self, server, cur) -> None:
         _require_collation(self, cur, self.charset, self.collation)

@@ -79,3 +79,29 @@ def test_find_run(tmp_path, store):
     assert find_run(store.run_id, tmp_path / "raw") == store.path
     with pytest.raises(DataError, match="claimlab runs"):
         find_run("nope", tmp_path / "raw")
+
+
+def test_disk_full_mid_write_leaves_a_valid_file(store, monkeypatch):
+    """A write that stops half-way (ENOSPC) is cut back: no torn line, the measurement is not done."""
+    import os as os_module
+    store.append_measurement([_row(store)])
+    real_write = os_module.write
+
+    def half_then_full(fd, data):
+        real_write(fd, data[: len(data) // 2])
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os_module, "write", half_then_full)
+    with pytest.raises(DataError, match="No space left on device.*--resume"):
+        store.append_measurement([_row(store, iteration=1)])
+    monkeypatch.undo()
+    assert store.completed() == {("binlog=on", "ins", 0, 0)}
+    assert (store.path / "results.csv").read_bytes().endswith(b"\n")
+    assert len(read_results(store.path)) == 1
+
+
+def test_unwritable_results_file_is_a_clear_error(store):
+    (store.path / "results.csv").unlink()
+    (store.path / "results.csv").mkdir()   # cannot be opened for writing, even by root
+    with pytest.raises(DataError, match="results.csv: cannot open for writing"):
+        store.append_measurement([_row(store)])
