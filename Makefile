@@ -4,17 +4,25 @@
 VENV    ?= .venv
 PY      := $(VENV)/bin/python
 PROFILE ?= quick
-OS_PACKAGES := mariadb-server sysbench chromium chromium-driver
+OS_PACKAGES := mariadb-server sysbench chromium chromium-driver linux-perf valgrind
 PYTEST_ARGS ?=
 
-.PHONY: setup os-packages report test lint clean help
+.PHONY: setup os-packages flamegraph-tool report test lint clean help
 
 help:
 	@echo "make report   run every claim on the embedded MariaDB (PROFILE=$(PROFILE)) and render reports/"
 	@echo "make test     run the test suite (unit, integration on real MariaDB, notebooks)"
 	@echo "make setup    only install what the two above need"
 
-setup: os-packages $(VENV)/.installed
+setup: os-packages $(VENV)/.installed flamegraph-tool
+
+# Flame graphs are drawn by inferno (a maintained Rust port of FlameGraph); no OS package has it.
+flamegraph-tool:
+	@command -v inferno-flamegraph >/dev/null 2>&1 || test -x "$$HOME/.cargo/bin/inferno-flamegraph" || { \
+	  cargo=$$(command -v cargo || echo "$$HOME/.cargo/bin/cargo"); \
+	  if [ -x "$$cargo" ]; then echo "installing inferno (cargo install, about 2 minutes)"; \
+	    "$$cargo" install --locked --quiet inferno; \
+	  else echo "claimlab's flame graphs need inferno: install Rust (rustup), then: cargo install inferno" >&2; exit 1; fi; }
 
 os-packages:
 	@missing=""; for p in $(OS_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \

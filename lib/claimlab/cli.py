@@ -68,6 +68,48 @@ def _parser() -> argparse.ArgumentParser:
     rep.add_argument("--show-code", action="store_true", help="include the code cells in the HTML")
     rep.add_argument("--out", type=Path, metavar="DIR", help="output directory (default reports/)")
     rep.add_argument("--data", type=Path, metavar="DIR", help="where raw runs live (default data/raw)")
+
+    d = sub.add_parser("diff", help="effective server variables of two configurations, side by side",
+                       description="Start two servers (targets from the params files, each with optional "
+                                   "extra options), read back SHOW GLOBAL VARIABLES and print the "
+                                   "differences grouped, flagging the performance-relevant ones with why. "
+                                   "With --ablation, compare an ablation file's slow and fast sets.")
+    d.add_argument("targets", nargs="*", metavar="TARGET", help="two target names from params/*.yaml "
+                                                               "(the same name twice with --set-a/--set-b)")
+    d.add_argument("--set-a", action="append", default=[], metavar="OPTION=VALUE",
+                   help="a server option for the first server (repeatable), e.g. log_bin=true")
+    d.add_argument("--set-b", action="append", default=[], metavar="OPTION=VALUE",
+                   help="a server option for the second server (repeatable)")
+    d.add_argument("--ablation", metavar="NAME", help="compare slow and fast of params/ablation/NAME.yaml")
+    d.add_argument("--all", action="store_true", help="list every variable, not only differences")
+    d.add_argument("--work", type=Path, metavar="DIR", help="scratch space for data directories "
+                                                            "(default: a temporary directory)")
+
+    ab = sub.add_parser("ablate", help="switch each slow-vs-fast difference and attribute the gap",
+                        description="Run params/ablation/NAME.yaml (or a path): every differing option "
+                                    "switched to the fast value alone and cumulatively, interleaved and "
+                                    "repeated; prints each option's share of the gap with its interval.")
+    ab.add_argument("ablation", help="ablation name in params/ablation/ or a path")
+    ab.add_argument("--profile", default="quick", choices=params_mod.PROFILES, help="smoke | quick | full")
+    ab.add_argument("--data", type=Path, metavar="DIR", help="where raw runs live (default data/raw)")
+    ab.add_argument("--work", type=Path, metavar="DIR", help="scratch space (default work/)")
+    ab.add_argument("--table", type=Path, metavar="CSV", help="write the attribution table here")
+    ab.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+    pr = sub.add_parser("profile", help="flame graphs and instruction counts per condition",
+                        description="For each condition of an ablation (slow, fast) or a claim "
+                                    "experiment, sample the server with perf during the measured phase "
+                                    "(flame graph SVG, differential, top functions) and count one "
+                                    "statement's instructions under callgrind.")
+    pr.add_argument("params", help="ablation name (params/ablation/) or experiment name (params/)")
+    pr.add_argument("--profile", default="smoke", choices=params_mod.PROFILES,
+                    help="sizes the workload (default smoke)")
+    pr.add_argument("--out", type=Path, default=Path("profiles"), metavar="DIR",
+                    help="where SVGs, folded stacks and tables go (default profiles/)")
+    pr.add_argument("--iterations", type=int, default=5, help="measured iterations sampled (default 5)")
+    pr.add_argument("--no-perf", action="store_true", help="skip sampling")
+    pr.add_argument("--no-callgrind", action="store_true", help="skip instruction counts")
+    pr.add_argument("--work", type=Path, metavar="DIR", help="scratch space (default: a temporary directory)")
     return p
 
 
@@ -86,7 +128,8 @@ def cmd_run(args) -> int:
     exp = params_mod.load(params_mod.find(args.params), args.profile)
     claim = _claim_for(exp.claim) if exp.design.sequential else None
     outcome = runner.run(exp, data_root=args.data, work_root=args.work, resume=args.resume,
-                         progress=not args.no_progress and sys.stderr.isatty(), claim=claim)
+                         progress=not args.no_progress and sys.stderr.isatty(), claim=claim,
+                         log=lambda line: print(line, file=sys.stderr))
     for reason in outcome.skipped.values():
         print(f"not run: {reason}")
     print(f"run {outcome.run_id}: {outcome.status}, {outcome.measurements} measurements stored in "
@@ -177,8 +220,126 @@ def cmd_report(args) -> int:
     return 0
 
 
+def _option_sets(pairs: list[str], source: str):
+    """`--set-a log_bin=true --set-a max_connections=50`: typed options where ServerOptions has a
+    field, `extra` otherwise; validated like a params file."""
+    import yaml
+
+    from .schema import Fields
+    from .servers import ServerOptions
+    known = set(ServerOptions.__dataclass_fields__) - {"extra"}
+    values: dict = {"extra": {}}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise ClaimlabError(f"{source}: expected OPTION=VALUE, got {pair!r}")
+        parsed = yaml.safe_load(value) if value else ""
+        if key in known:
+            values[key] = parsed
+        else:
+            values["extra"][key] = parsed
+    return ServerOptions.from_fields(Fields(values, source))
+
+
+def _find_target(name: str):
+    for path in _params_paths([]):
+        exp = params_mod.load(path, "quick")
+        if name in exp.targets:
+            return exp.targets[name]
+    raise ClaimlabError(f"no params file in params/ declares a target named {name!r}")
+
+
+def cmd_diff(args) -> int:
+    import tempfile
+
+    from . import ablation, variables
+    from .servers import Launcher
+    if args.ablation:
+        abl = ablation.load(ablation.find(args.ablation), "smoke")
+        sides = [("slow", abl.target, abl.slow), ("fast", abl.target, abl.fast)]
+    else:
+        if len(args.targets) != 2:
+            raise ClaimlabError("diff: name two targets (or --ablation NAME)")
+        a, b = args.targets
+        label_a, label_b = (a, b) if a != b else (f"{a}[a]", f"{b}[b]")
+        sides = [(label_a, _find_target(a), _option_sets(args.set_a, "--set-a")),
+                 (label_b, _find_target(b), _option_sets(args.set_b, "--set-b"))]
+    facts = []
+    with tempfile.TemporaryDirectory(prefix="claimlab-diff-", dir=args.work) as work:
+        launcher = Launcher(Path(work))
+        for _, target, options in sides:
+            server = launcher.server(target, options)
+            try:
+                server.start()
+                facts.append(server.facts())
+            finally:
+                server.stop()
+    result = variables.diff(facts[0], facts[1], sides[0][0], sides[1][0])
+    print("\n".join(result.lines(everything=args.all)))
+    print(f"{len(result.differences)} differences, {len(result.flagged)} flagged")
+    return 0
+
+
+def cmd_ablate(args) -> int:
+    from . import ablation
+    from .store import read_results
+    abl = ablation.load(ablation.find(args.ablation), args.profile)
+    outcome = ablation.run(abl, data_root=args.data, work_root=args.work,
+                           progress=not args.no_progress and sys.stderr.isatty())
+    table = ablation.attribute(read_results(outcome.path), abl)
+    for r in table.itertuples(index=False):
+        print(f"{r.kind:<10} {r.option:<28} ratio {r.ratio:6.3f} [{r.ratio_lo:.3f}, {r.ratio_hi:.3f}]  "
+              f"share {r.share:6.1%} [{r.share_lo:.1%}, {r.share_hi:.1%}]")
+    if table["note"].iloc[0]:
+        print(f"note: {table['note'].iloc[0]}")
+    print(f"largest alone: {ablation.largest(table)}; run {outcome.run_id} in {outcome.path}")
+    if args.table:
+        table.to_csv(args.table, index=False)
+        print(f"table written to {args.table}")
+    return 0
+
+
+def cmd_profile(args) -> int:
+    import tempfile
+
+    import pandas as pd
+
+    from . import profiling
+    from .servers import Launcher
+    conditions = profiling.conditions_of(args.params, args.profile)
+    args.out.mkdir(parents=True, exist_ok=True)
+    profiles, counts = [], []
+    with tempfile.TemporaryDirectory(prefix="claimlab-profile-", dir=args.work) as work:
+        launcher = Launcher(Path(work))
+        for c in conditions:
+            if not args.no_perf:
+                prof = profiling.profile_condition(launcher, c.target, c.options, c.workload, c.name,
+                                                   args.out, iterations=args.iterations)
+                profiles.append(prof)
+                print(f"{c.name}: {prof.samples} samples, flame graph "
+                      f"{profiling.flamegraph(prof, args.out / f'{c.name}.svg')}")
+            if not args.no_callgrind:
+                ic = profiling.count_instructions(launcher, c.target, c.options, c.workload, c.name,
+                                                  Path(work) / "callgrind")
+                counts.append(ic)
+                print(f"{c.name}: {ic.mean:,.0f} instructions per statement, {ic.per_row:,.0f} per row, "
+                      f"spread {ic.relative_spread:.3%} over {len(ic.counts)} runs")
+    if len(profiles) >= 2:
+        print(f"differential: {profiling.differential(profiles[0], profiles[1], args.out / 'differential.svg')}")
+    if profiles:
+        top = pd.concat([p.top_functions() for p in profiles])
+        top.to_csv(args.out / "top_functions.csv", index=False)
+        pd.concat([p.unnamed() for p in profiles]).to_csv(args.out / "unnamed.csv", index=False)
+        print(top[["condition", "function", "self_share", "total_share"]].to_string(index=False))
+    if counts:
+        pd.DataFrame([ic.summary() for ic in counts]).to_csv(args.out / "instructions.csv", index=False)
+        pd.concat([ic.top for ic in counts]).to_csv(args.out / "instructions_top.csv", index=False)
+    print(f"written to {args.out}")
+    return 0
+
+
 COMMANDS = {"report": cmd_report, "run": cmd_run, "validate": cmd_validate, "targets": cmd_targets, "runs": cmd_runs,
-            "analyze": cmd_analyze}
+            "analyze": cmd_analyze, "diff": cmd_diff, "ablate": cmd_ablate, "profile": cmd_profile}
 
 
 def main(argv: list[str] | None = None) -> int:

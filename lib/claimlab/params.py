@@ -132,7 +132,7 @@ def load(path: str | Path, profile: str = "quick") -> Experiment:
 
     factors = [_factor(fname, Fields(fdata, source, f"factors.{fname}"), targets, workloads)
                for fname, fdata in top.get("factors", dict, {}).items()]
-    design = _design(top.sub("design"), Design(), targets)
+    design = design_from_fields(top.sub("design"), Design(), targets)
 
     profiles = top.sub("profiles")
     for pname in profiles.data:
@@ -140,7 +140,7 @@ def load(path: str | Path, profile: str = "quick") -> Experiment:
             raise profiles.error(pname, f"unknown profile (allowed: {', '.join(PROFILES)})")
     if profiles.has(profile):
         prof = profiles.sub(profile)
-        design = _design(prof.sub("design"), design, targets)
+        design = design_from_fields(prof.sub("design"), design, targets)
         overrides = prof.sub("workloads")
         for wname in overrides.data:
             if wname not in workloads:
@@ -188,7 +188,7 @@ def _factor(name: str, f: Fields, targets: dict, workloads: dict) -> Factor:
     return Factor(name, tuple(levels))
 
 
-def _design(f: Fields, base: Design, targets: dict) -> Design:
+def design_from_fields(f: Fields, base: Design, targets: dict) -> Design:
     values = {}
     for key in ("repetitions", "iterations", "max_attempts"):
         if f.has(key):

@@ -86,13 +86,15 @@ def verify_settings(requested: ServerOptions, facts: ServerFacts, target: str) -
 
 
 def run(exp: Experiment, *, data_root: Path | None = None, work_root: Path | None = None,
-        resume: str | None = None, progress: bool = True, claim=None) -> RunOutcome:
+        resume: str | None = None, progress: bool = True, claim=None, log=None) -> RunOutcome:
     data_root = data_root or raw_root()
     conds = conditions(exp)
     skipped = available_targets(exp, conds)
     runnable = [c for c in conds if c.target not in skipped]
     if not runnable:
         raise TargetUnavailable("; ".join(skipped.values()))
+    for line in external_plan(exp, runnable):
+        (log or (lambda _: None))(line)
     factors = [f.name for f in exp.factors]
     design = exp.design
     blocks = design.sequential.max_blocks if design.sequential else design.repetitions
@@ -122,13 +124,18 @@ def run(exp: Experiment, *, data_root: Path | None = None, work_root: Path | Non
         }
         store = RunStore.create(data_root, exp.name, factors, manifest)
     work_root = work_root or project_root() / "work"
-    reaped = reap_stale(work_root)
+    work = work_root / store.run_id
+    work_root.mkdir(parents=True, exist_ok=True)
+    with open(work_root / ".reaper.lock", "w") as reaper:
+        # Reaping and claiming a run directory exclude each other, so a run that is starting
+        # (directory made, lock not yet taken) is never mistaken for a dead one.
+        fcntl.flock(reaper, fcntl.LOCK_EX)
+        reaped = reap_stale(work_root)
+        work.mkdir(parents=True, exist_ok=True)
+        lock = open(work / ".lock", "w")
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)   # held for the whole run: "this run is alive"
     if reaped:
         store.event("reaped_stale_servers", pids=reaped)
-    work = work_root / store.run_id
-    work.mkdir(parents=True, exist_ok=True)
-    lock = open(work / ".lock", "w")
-    fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)   # held for the whole run: "this run is alive"
     outcome = RunOutcome(store.run_id, store.path, "running", skipped=skipped)
     done = store.completed()
     launcher = Launcher(work)
@@ -181,7 +188,8 @@ def _close_quietly(store: RunStore, status: str, exc: Exception) -> None:
 
 def reap_stale(work_root: Path) -> list[int]:
     """Servers left by a claimlab that was killed (SIGKILL, power loss): stop them by the pid
-    files in run directories whose lock nobody holds, and remove those directories.
+    files in run directories whose lock nobody holds, and remove those directories. Call with
+    work_root/.reaper.lock held.
 
     A pid is only signalled when /proc says that process was started with that directory's
     option file, so a recycled pid is never hit."""
@@ -228,6 +236,16 @@ def _terminate(pid: int, timeout: float = 30.0) -> None:
         os.kill(pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
+
+
+def external_plan(exp: Experiment, conds: list[Condition]) -> list[str]:
+    """What a run will do to servers claimlab does not own, said before it starts."""
+    lines = []
+    for name in sorted({c.target for c in conds if exp.targets[c.target].kind == "external"}):
+        schemas = sorted({w.schema() for c in conds if c.target == name for w in c.workloads})
+        lines.append(f"target {name} (external): will create, use and finally drop schemas "
+                     f"{', '.join(schemas)}; nothing else is touched and no global variable is changed")
+    return lines
 
 
 def _drop_external_schemas(exp: Experiment, conds: list[Condition], store: RunStore) -> None:

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from claimlab import params, runner
 from claimlab.store import read_manifest, read_results
@@ -78,7 +79,7 @@ def _start_cli_run(params_path: Path, tmp_path: Path, *extra: str) -> subprocess
                             stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
 
 
-def _wait_for(predicate, timeout=60.0):
+def _wait_for(predicate, timeout=120.0):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = predicate()
@@ -202,3 +203,46 @@ def test_sequential_design_stops_when_the_claim_is_decided(tmp_path, write_param
     assert 3 <= blocks < 8, decisions       # binlog on vs off is decided long before the cap
     assert [d["blocks"] for d in decisions] == list(range(1, blocks + 1))[-len(decisions):]
     assert runner.stop_rule(read_manifest(outcome.path)).max_blocks == 8
+
+
+def test_two_runs_at_once_do_not_collide(tmp_path, write_params, mariadbd):
+    path = write_params(EXP.format(rows=200, iterations=2))
+    procs = [_start_cli_run(path, tmp_path) for _ in range(2)]
+    outs = [p.communicate(timeout=240) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs
+    runs = sorted((tmp_path / "raw" / "exp").iterdir())
+    assert len(runs) == 2 and runs[0].name != runs[1].name
+    for run_dir in runs:
+        _assert_one_row_per_measurement(read_results(run_dir), 8)
+        assert read_manifest(run_dir)["status"] == "complete"
+    pids = _server_pids(runs[0]) + _server_pids(runs[1])
+    assert len(set(pids)) == len(pids) and not any(pid_alive(p) for p in pids)
+
+
+def test_sigterm_during_sysbench_leaves_no_process_behind(tmp_path, write_params, mariadbd):
+    path = write_params("""
+claim: C1
+targets:
+  default: {kind: mariadb, options: {innodb_buffer_pool_size: 64M}}
+workloads:
+  oltp: {kind: sysbench, test: oltp_point_select, table_size: 200, time: 60, threads: 2}
+design: {repetitions: 2, warmup: 0, iterations: 1}
+""")
+    proc = subprocess.Popen([sys.executable, "-m", "claimlab.cli", "run", str(path), "--data",
+                             str(tmp_path / "raw"), "--work", str(tmp_path / "work"), "--no-progress"],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            stdin=subprocess.DEVNULL, start_new_session=True)
+    try:
+        run_dir = _wait_for(lambda: _run_dir(tmp_path))
+        _wait_for(lambda: _server_pids(run_dir))
+        time.sleep(4)                      # sysbench is in its 60 s measured phase now
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err
+    # sysbench ran in claimlab's process group; none of that group may survive it
+    with pytest.raises(ProcessLookupError):
+        os.killpg(proc.pid, 0)
+    assert not any(pid_alive(p) for p in _server_pids(run_dir))
+    assert read_manifest(run_dir)["status"] == "interrupted"

@@ -1,0 +1,328 @@
+"""Ablation: which settings explain why one configuration is slower than another.
+
+Given a slow and a fast option set on one target and a workload, every option that differs is
+switched to the fast side's value one at a time (what each option does alone), and cumulatively in
+a chosen order (a waterfall from slow to fast whose steps add up to the whole gap). All of these
+configurations are conditions of one ordinary claimlab experiment (factor `step`), so they run in
+randomized complete blocks on fresh server processes, with every measurement stored like any run.
+
+Attribution is in log space: the share of an option is log(after / before) / log(fast / slow), so
+cumulative shares sum to exactly 1 and a ratio and its inverse get the same share. Intervals are
+`stats.ratio_interval` for ratios and, for shares, a percentile bootstrap over the same
+hierarchical resampling (restarts, then iterations; `share_interval`).
+
+An ablation file (params/ablation/NAME.yaml):
+
+    description: ...
+    target: {kind: mariadb}                       # a servers.TargetSpec; its options stay fixed
+    workloads: {insert_loop: {kind: proc_insert_loop, rows: 1000}}   # exactly one
+    slow: {log_bin: true, sync_binlog: 1}         # servers.ServerOptions; unset = server default
+    fast: {log_bin: false}
+    order: [log_bin, sync_binlog]                 # cumulative order (default: as listed)
+    metric: elapsed_s
+    design: {repetitions: 4, warmup: 1, iterations: 3, seed: 1}
+    profiles: {smoke: {design: {...}, workload: {rows: 100}}}
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from . import params as params_mod
+from . import stats
+from . import workloads as wl
+from .errors import ConfigError, DataError
+from .params import Design, Experiment, Factor, Level
+from .schema import LEVEL_RE, NAME_RE, Fields, check_name
+from .servers import ServerOptions, TargetSpec
+
+FACTOR = "step"
+OPTION_FIELDS = tuple(name for name in ServerOptions.__dataclass_fields__ if name != "extra")
+
+
+def option_values(options: ServerOptions) -> dict[str, Any]:
+    """Every option a set pins, typed fields and `extra` alike (absent = the server's default)."""
+    return {k: v for k, v in options.as_dict().items() if k != "extra"} | dict(options.extra)
+
+
+def toggles(slow: ServerOptions, fast: ServerOptions) -> tuple[str, ...]:
+    """The options whose value differs between the two sets, in a stable order."""
+    a, b = option_values(slow), option_values(fast)
+    return tuple(sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k)))
+
+
+def switched(slow: ServerOptions, fast: ServerOptions, names) -> ServerOptions:
+    """`slow` with the named options set to `fast`'s values (unset on the fast side = unset)."""
+    values = {name: getattr(slow, name) for name in OPTION_FIELDS}
+    extra, fast_extra = dict(slow.extra), dict(fast.extra)
+    for name in names:
+        if name in OPTION_FIELDS:
+            values[name] = getattr(fast, name)
+        elif name in fast_extra:
+            extra[name] = fast_extra[name]
+        else:
+            extra.pop(name, None)
+    return ServerOptions(**values, extra=tuple(sorted(extra.items())))
+
+
+@dataclass(frozen=True)
+class Step:
+    """One configuration of the ablation and the condition (level of `step`) that measures it."""
+
+    name: str                 # slow | fast | only-<option> | upto-<option>
+    kind: str                 # slow | fast | one | cumulative
+    switched: tuple[str, ...]
+    options: ServerOptions
+    condition: str            # the level that runs these options (equal sets run once)
+
+
+@dataclass(frozen=True)
+class Ablation:
+    name: str
+    target: TargetSpec
+    workload: wl.Workload
+    slow: ServerOptions
+    fast: ServerOptions
+    order: tuple[str, ...] = ()
+    metric: str = "elapsed_s"
+    design: Design = Design()
+    source: str = "(ablation)"
+    description: str = ""
+    profile: str = "quick"
+    document: dict = field(default_factory=dict, compare=False)
+
+    def __post_init__(self):
+        if not NAME_RE.match(self.name):
+            raise ValueError(f"name: {self.name!r} is not a valid name")
+        if self.target.kind == "external":
+            raise ValueError("target: an ablation reconfigures its server; an external target cannot be")
+        diff = toggles(self.slow, self.fast)
+        if not diff:
+            raise ValueError("fast: the slow and fast option sets are the same; nothing to ablate")
+        pinned = set(diff) & set(option_values(self.target.options))
+        if pinned:
+            raise ValueError(f"target: its options pin {sorted(pinned)[0]}, which the ablation switches; "
+                             "move it to slow/fast")
+        unknown = [o for o in self.order if o not in diff]
+        if unknown:
+            raise ValueError(f"order: {unknown[0]!r} does not differ between slow and fast "
+                             f"(differences: {', '.join(diff)})")
+        if len(set(self.order)) != len(self.order):
+            raise ValueError("order: lists an option twice")
+        object.__setattr__(self, "order", tuple(self.order) + tuple(o for o in diff if o not in self.order))
+        if self.design.repetitions < 2:
+            raise ValueError("design.repetitions: intervals need two or more server restarts per step")
+        for step in self.steps():
+            if not LEVEL_RE.match(step.name):
+                raise ValueError(f"order: option name {step.switched[-1]!r} is too long for a step name")
+
+    def steps(self) -> list[Step]:
+        """slow, one step per option alone, the cumulative path in `order`, fast; equal option
+        sets share one condition (the first cumulative step is the first option alone)."""
+        planned = [("slow", "slow", ())]
+        planned += [(f"only-{o}", "one", (o,)) for o in self.order]
+        planned += [(f"upto-{o}", "cumulative", self.order[: i + 1]) for i, o in enumerate(self.order)]
+        planned.append(("fast", "fast", self.order))
+        by_key: dict[str, str] = {}
+        out = []
+        for kind_first in ("slow", "fast", "one", "cumulative"):
+            for name, kind, names in planned:
+                if kind != kind_first:
+                    continue
+                options = self.fast if kind == "fast" else switched(self.slow, self.fast, names)
+                condition = by_key.setdefault(options.key(), name)
+                out.append(Step(name, kind, tuple(names), options, condition))
+        return out
+
+    def conditions(self) -> dict[str, ServerOptions]:
+        return {s.condition: s.options for s in self.steps() if s.condition == s.name}
+
+    def experiment(self) -> Experiment:
+        """The ablation as an ordinary experiment: one factor whose levels are the configurations."""
+        levels = tuple(Level(name, None, options, ()) for name, options in self.conditions().items())
+        return Experiment(source=self.source, name=self.name, claim="ablation",
+                          description=self.description, profile=self.profile,
+                          targets={self.target.name: self.target}, workloads=(self.workload,),
+                          factors=(Factor(FACTOR, levels),), design=self.design,
+                          document=self.document or {"ablation": self.name})
+
+
+def load(path: str | Path, profile: str = "quick") -> Ablation:
+    """An ablation file, validated: unknown keys and impossible plans are errors naming the field."""
+    path = Path(path)
+    source = str(path)
+    if profile not in params_mod.PROFILES:
+        raise ConfigError(source, "profile", f"must be one of {', '.join(params_mod.PROFILES)}")
+    document = params_mod.read_yaml(path)
+    top = Fields(document, source)
+    name = check_name(path.stem, source, "(file name)")
+    target = TargetSpec.from_fields("default", top.sub("target"))
+    entries = top.sub("workloads", required=True)
+    items = entries.entries()
+    if len(items) != 1:
+        raise entries.error("", "an ablation measures exactly one workload")
+    wname = check_name(items[0][0], source, f"workloads.{items[0][0]}")
+    workload = wl.build(wname, entries.sub(wname))
+    slow = ServerOptions.from_fields(top.sub("slow", required=True))
+    fast = ServerOptions.from_fields(top.sub("fast", required=True))
+    order = tuple(str(o) for o in top.get("order", list, []))
+    metric = top.get("metric", str, "elapsed_s")
+    design = params_mod.design_from_fields(top.sub("design"), Design(), {target.name: target})
+    profiles = top.sub("profiles")
+    for pname in profiles.data:
+        if pname not in params_mod.PROFILES:
+            raise profiles.error(pname, f"unknown profile (allowed: {', '.join(params_mod.PROFILES)})")
+    if profiles.has(profile):
+        prof = profiles.sub(profile)
+        design = params_mod.design_from_fields(prof.sub("design"), design, {target.name: target})
+        if prof.has("workload"):
+            workload = wl.with_overrides(workload, prof.sub("workload"))
+        prof.done()
+    profiles.entries()
+    description = top.get("description", str, "")
+    top.done()
+    try:
+        return Ablation(name=name, target=target, workload=workload, slow=slow, fast=fast, order=order,
+                        metric=metric, design=design, source=source, description=description,
+                        profile=profile, document=document)
+    except ValueError as exc:
+        field_name, _, message = str(exc).partition(": ")
+        raise ConfigError(source, field_name, message) from None
+
+
+def find(name_or_path: str, root: Path | None = None) -> Path:
+    """`binlog_hunt` or a path: files live in params/ablation/."""
+    path = Path(name_or_path)
+    if path.suffix in (".yaml", ".yml"):
+        if not path.is_file():
+            raise ConfigError(str(path), "", "no such ablation file")
+        return path
+    candidate = (root or Path("params")) / "ablation" / f"{name_or_path}.yaml"
+    if not candidate.is_file():
+        raise ConfigError(str(candidate), "", "no such ablation file")
+    return candidate
+
+
+def run(ablation: Ablation, *, data_root: Path | None = None, work_root: Path | None = None,
+        progress: bool = False):
+    """Measure every configuration (runner.run; data/raw/<name>/<run-id>/ like any run)."""
+    from . import runner
+    return runner.run(ablation.experiment(), data_root=data_root, work_root=work_root, progress=progress)
+
+
+# --------------------------------------------------------------------------- attribution
+
+
+def share_interval(slow: stats.Sample, before: stats.Sample, after: stats.Sample, fast: stats.Sample, *,
+                   confidence: float = 0.95, n_boot: int = 2000,
+                   rng: np.random.Generator) -> stats.Interval:
+    """Share of the slow-to-fast gap taken by going from `before` to `after`:
+    log(after / before) / log(fast / slow), with a percentile bootstrap interval (Efron &
+    Tibshirani, An Introduction to the Bootstrap, 1993, ch. 13) over hierarchical resamples
+    (restarts, then iterations within them: Kalibera & Jones 2013), drawn once per distinct
+    sample so that a sample appearing twice (before is slow) cancels as it should."""
+    draws: dict[int, np.ndarray] = {}
+    for sample in (slow, before, after, fast):
+        if sample.n_repetitions < 2:
+            raise ValueError("a share interval needs two or more repetitions per configuration")
+        if id(sample) not in draws:
+            draws[id(sample)] = np.log(stats._hierarchical_draws(sample, "mean", n_boot, rng))
+
+    def share(s, b, a, f):
+        return (a - b) / (f - s)
+
+    estimate = share(*(math.log(x.statistic("mean")) for x in (slow, before, after, fast)))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        boot = share(draws[id(slow)], draws[id(before)], draws[id(after)], draws[id(fast)])
+    boot = boot[np.isfinite(boot)]
+    alpha = 1 - confidence
+    low, high = np.quantile(boot, (alpha / 2, 1 - alpha / 2))
+    return stats.Interval(float(estimate), float(low), float(high), "percentile, hierarchical")
+
+
+def samples(results: pd.DataFrame, metric: str) -> dict[str, stats.Sample]:
+    """One Sample per condition level: values grouped by repetition, iterations in order."""
+    rows = results[results["metric"] == metric]
+    if rows.empty:
+        raise DataError(f"no measurements of metric {metric!r}")
+    out = {}
+    for level, part in rows.groupby(FACTOR):
+        reps = [g.sort_values("iteration")["value"].astype(float).to_numpy()
+                for _, g in part.groupby("repetition")]
+        out[str(level)] = stats.Sample.of(reps)
+    return out
+
+
+def attribute(results: pd.DataFrame, ablation: Ablation, *, confidence: float = 0.95, n_boot: int = 2000,
+              seed: int = 20261122) -> pd.DataFrame:
+    """One row per step: its ratio to its reference (slow for `one`, the previous step for
+    `cumulative`, slow for `total`) and its share of the gap, each with an interval."""
+    data = samples(results, ablation.metric)
+    steps = ablation.steps()
+    missing = sorted({s.condition for s in steps} - set(data))
+    if missing:
+        raise DataError(f"ablation {ablation.name}: no measurements for {', '.join(missing)}")
+    rng = np.random.default_rng(seed)
+    slow, fast = data["slow"], data["fast"]
+    total = stats.ratio_interval(slow, fast, confidence=confidence, n_boot=n_boot, rng=rng)
+    note = "" if not total.contains(1.0) else "the total gap's interval contains 1: shares are not meaningful"
+    rows = [_row("total", "(all)", "fast", "slow", total,
+                 stats.Interval(1.0, 1.0, 1.0, "by definition"), data, note)]
+    previous = "slow"
+    for step in steps:
+        if step.kind not in ("one", "cumulative"):
+            continue
+        ref = "slow" if step.kind == "one" else previous
+        ratio = stats.ratio_interval(data[ref], data[step.condition], confidence=confidence,
+                                     n_boot=n_boot, rng=rng)
+        share = share_interval(slow, data[ref], data[step.condition], fast, confidence=confidence,
+                               n_boot=n_boot, rng=rng)
+        rows.append(_row(step.kind, step.switched[-1], step.condition, ref, ratio, share, data, note))
+        if step.kind == "cumulative":
+            previous = step.condition
+    return pd.DataFrame(rows)
+
+
+def _row(kind, option, condition, reference, ratio, share, data, note) -> dict:
+    return {"kind": kind, "option": option, "condition": condition, "reference": reference,
+            "mean": data[condition].statistic("mean"), "ratio": ratio.estimate, "ratio_lo": ratio.low,
+            "ratio_hi": ratio.high, "ratio_method": ratio.method, "share": share.estimate,
+            "share_lo": share.low, "share_hi": share.high, "note": note}
+
+
+def largest(table: pd.DataFrame, kind: str = "one") -> str:
+    """The option whose switch alone takes the largest share of the gap."""
+    part = table[table["kind"] == kind]
+    return str(part.loc[part["share"].idxmax(), "option"])
+
+
+def waterfall(table: pd.DataFrame, metric: str = "elapsed_s", title: str = "") -> plt.Figure:
+    """Slow to fast in the cumulative order: each bar is one switch's change of the metric
+    (relative to slow), labelled with its share of the gap and the interval."""
+    steps = table[table["kind"] == "cumulative"].reset_index(drop=True)
+    slow_mean = float(table.loc[table["kind"] == "total", "mean"].iloc[0]) / float(
+        table.loc[table["kind"] == "total", "ratio"].iloc[0])
+    fig, ax = plt.subplots(figsize=(max(5, 1.3 * (len(steps) + 2)), 4))
+    level = 1.0
+    ax.bar(0, 1.0, color="#b2182b", width=0.6)
+    for i, r in enumerate(steps.itertuples(index=False), start=1):
+        new = r.mean / slow_mean
+        ax.bar(i, new - level, bottom=level, width=0.6, color="#1b7837" if new < level else "#d6604d")
+        ax.annotate(f"{r.share:.0%}\n[{r.share_lo:.0%}, {r.share_hi:.0%}]", (i, max(new, level)),
+                    ha="center", va="bottom", fontsize=8)
+        level = new
+    ax.bar(len(steps) + 1, level, color="#2166ac", width=0.6)
+    ax.set_xticks(range(len(steps) + 2), ["slow", *[f"+{o}" for o in steps["option"]], "fast"],
+                  rotation=20, ha="right")
+    ax.set_ylabel(f"{metric} relative to slow")
+    ax.set_ylim(0, max(1.25, ax.get_ylim()[1]))
+    ax.set_title(title or "Cumulative ablation: share of the gap [95% interval]")
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,458 @@
+"""CPU evidence per condition: where the server spends its time, and how many instructions a
+statement costs.
+
+- Sampling: `perf record -g -e cpu-clock` on the server's pid during the measured phase only
+  (cpu-clock is a software event: these VMs have no hardware counters), folded with perf's own
+  stackcollapse script, rendered with inferno (a maintained Rust port of Brendan Gregg's
+  FlameGraph: `inferno-flamegraph`, `inferno-diff-folded`) per condition and as a differential.
+- Instruction counts: wall-clock time on a shared machine is noisy, instruction counts are not. The
+  server runs under `valgrind --tool=callgrind` with instrumentation off; `callgrind_control`
+  zeroes, switches it on around one statement, off, and dumps (the flags MariaDB needs are in
+  shared/pitfalls.md), giving instructions per statement, per row, and per function.
+
+The OS package's mariadbd has no debug symbols, only ~30k exported ones: static functions show as
+`[unknown]` (perf) or a hex address (callgrind), and `Profile.unnamed` says under which named
+callers they sit. A server built with symbols is used by giving its path as the target's `binary`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Iterator
+
+import matplotlib.pyplot as plt
+import pandas as pd
+
+from . import workloads as wl
+from .errors import ClaimlabError, TargetUnavailable
+from .servers import Launcher, ServerOptions, TargetSpec, mariadb_binary
+
+UNKNOWN = "[unknown]"
+FREQUENCY_HZ = 999
+PERF_STOP_TIMEOUT_S = 60.0
+CALLGRIND_READY_TIMEOUT_S = 300.0
+_HEX = re.compile(r"^0x[0-9a-f]+$")
+
+
+class ProfilingError(ClaimlabError):
+    """perf or valgrind ran but did not give a usable profile."""
+
+
+def tool(name: str, package: str) -> str:
+    """A profiling tool's path, or TargetUnavailable naming how to install it. inferno's binaries
+    are also looked for in ~/.cargo/bin (where `cargo install inferno` puts them)."""
+    found = shutil.which(name) or shutil.which(name, path=str(Path.home() / ".cargo" / "bin"))
+    if not found:
+        raise TargetUnavailable(f"{name} not found: install it with {package}")
+    return found
+
+
+# --------------------------------------------------------------------------- sampling
+
+
+@dataclass(frozen=True)
+class Profile:
+    """Folded call stacks of one condition's server during its measured phase."""
+
+    condition: str
+    stacks: dict[str, int] = field(repr=False)   # "root;caller;callee" -> samples
+    binary: str = ""
+
+    def __post_init__(self):
+        if not self.stacks:
+            raise ProfilingError(f"condition {self.condition}: perf recorded no samples of the server")
+        if any(count <= 0 for count in self.stacks.values()):
+            raise ValueError("stack counts must be positive")
+
+    @property
+    def samples(self) -> int:
+        return sum(self.stacks.values())
+
+    def folded(self) -> str:
+        return "".join(f"{stack} {count}\n" for stack, count in sorted(self.stacks.items()))
+
+    def top_functions(self, n: int = 15) -> pd.DataFrame:
+        """Functions by share of samples: `self` where the sample was in the function itself,
+        `total` where it was anywhere on the stack (each function counted once per stack)."""
+        self_counts: dict[str, int] = {}
+        total_counts: dict[str, int] = {}
+        for stack, count in self.stacks.items():
+            frames = stack.split(";")[1:] or stack.split(";")   # the first frame is the command
+            self_counts[frames[-1]] = self_counts.get(frames[-1], 0) + count
+            for frame in set(frames):
+                total_counts[frame] = total_counts.get(frame, 0) + count
+        table = pd.DataFrame({"function": list(total_counts),
+                              "total_samples": list(total_counts.values())})
+        table["self_samples"] = table["function"].map(self_counts).fillna(0).astype(int)
+        table["self_share"] = table["self_samples"] / self.samples
+        table["total_share"] = table["total_samples"] / self.samples
+        table["named"] = table["function"] != UNKNOWN
+        table.insert(0, "condition", self.condition)
+        return (table.sort_values(["self_samples", "total_samples"], ascending=False)
+                .head(n).reset_index(drop=True))
+
+    def unnamed(self, n: int = 10) -> pd.DataFrame:
+        """Samples whose innermost frame has no symbol, by the nearest named caller: what the
+        report says could not be named (static functions of a binary without debug symbols)."""
+        counts: dict[str, int] = {}
+        for stack, count in self.stacks.items():
+            frames = stack.split(";")
+            if frames[-1] != UNKNOWN:
+                continue
+            caller = next((f for f in reversed(frames) if f != UNKNOWN), "(none)")
+            counts[caller] = counts.get(caller, 0) + count
+        table = pd.DataFrame({"named_caller": list(counts), "samples": list(counts.values())})
+        table["share"] = table["samples"] / self.samples
+        table.insert(0, "condition", self.condition)
+        return table.sort_values("samples", ascending=False).head(n).reset_index(drop=True)
+
+    def share_of(self, pattern: str) -> float:
+        """Share of samples with a frame matching the regular expression anywhere on the stack."""
+        rx = re.compile(pattern)
+        hit = sum(c for s, c in self.stacks.items() if any(rx.search(f) for f in s.split(";")))
+        return hit / self.samples
+
+
+@contextlib.contextmanager
+def perf_sampling(pid: int, out: Path, frequency: int = FREQUENCY_HZ) -> Iterator[Path]:
+    """Sample `pid` (all its threads) with call graphs while the block runs; stopped with SIGINT
+    (perf then writes its file) and waited for, whatever happens inside."""
+    perf = tool("perf", "`apt-get install linux-perf`")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.Popen([perf, "record", "-g", "-e", "cpu-clock", "-F", str(frequency), "-p", str(pid),
+                             "-o", str(out)], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        time.sleep(0.3)   # perf attaches to every thread before the first measured statement
+        if proc.poll() is not None:
+            raise ProfilingError(f"perf record failed: {_last_line(proc.stderr.read())}")
+        yield out
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+        try:
+            _, err = proc.communicate(timeout=PERF_STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            raise ProfilingError("perf record did not stop after SIGINT") from None
+    if not out.exists() or out.stat().st_size == 0:   # perf's exit code after SIGINT varies
+        raise ProfilingError(f"perf record wrote nothing (exit {proc.returncode}): {_last_line(err)}")
+
+
+def fold(perf_data: Path) -> dict[str, int]:
+    """Folded stacks from a perf.data file, by perf's bundled stackcollapse script."""
+    perf = tool("perf", "`apt-get install linux-perf`")
+    result = subprocess.run([perf, "script", "report", "stackcollapse", "-i", str(perf_data)],
+                            capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    if result.returncode != 0:
+        raise ProfilingError(f"perf script failed on {perf_data}: {_last_line(result.stderr)}")
+    stacks: dict[str, int] = {}
+    for line in result.stdout.splitlines():
+        stack, _, count = line.rpartition(" ")
+        if stack and count.isdigit():
+            stacks[stack] = stacks.get(stack, 0) + int(count)
+    return stacks
+
+
+def _last_line(text) -> str:
+    if isinstance(text, bytes):
+        text = text.decode(errors="replace")
+    lines = [ln.strip() for ln in (text or "").splitlines() if ln.strip()]
+    return lines[-1] if lines else "(no message)"
+
+
+def profile_condition(launcher: Launcher, target: TargetSpec, options: ServerOptions, workload: wl.Workload,
+                      condition: str, out_dir: Path, *, iterations: int = 3, warmup: int = 1,
+                      seed: int = 1) -> Profile:
+    """Start the condition's server, load and warm up untimed, then sample only the measured
+    iterations. The server is always stopped; perf.data is kept in out_dir."""
+    server = launcher.server(target, options)
+    try:
+        server.start()
+        workload.prepare(server)
+        with workload.session(server, seed) as measure:
+            for _ in range(warmup):
+                measure()
+            with perf_sampling(server.pid, out_dir / f"{condition}.perf.data") as data:
+                for _ in range(iterations):
+                    measure()
+        binary = str(server.binary)
+    finally:
+        server.stop()
+    profile = Profile(condition, fold(data), binary)
+    (out_dir / f"{condition}.folded").write_text(profile.folded())
+    return profile
+
+
+def flamegraph(profile: Profile, path: Path, title: str = "") -> Path:
+    """An interactive SVG flame graph of one condition (inferno-flamegraph)."""
+    binary = tool("inferno-flamegraph", "`cargo install inferno`")
+    return _render([binary, "--title", title or f"{profile.condition}: {profile.samples} samples (cpu-clock)"],
+                   profile.folded(), path)
+
+
+def differential(before: Profile, after: Profile, path: Path, title: str = "") -> Path:
+    """A differential flame graph: `after`'s stacks, red where they gained share against `before`,
+    blue where they lost it (inferno-diff-folded, normalised to equal totals)."""
+    differ = tool("inferno-diff-folded", "`cargo install inferno`")
+    binary = tool("inferno-flamegraph", "`cargo install inferno`")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    a, b = path.with_suffix(".before.folded"), path.with_suffix(".after.folded")
+    a.write_text(before.folded())
+    b.write_text(after.folded())
+    result = subprocess.run([differ, "--normalize", str(a), str(b)], capture_output=True, text=True,
+                            stdin=subprocess.DEVNULL)
+    if result.returncode != 0:
+        raise ProfilingError(f"inferno-diff-folded failed: {_last_line(result.stderr)}")
+    title = title or f"{before.condition} -> {after.condition} (red: more samples in {after.condition})"
+    return _render([binary, "--title", title], result.stdout, path)
+
+
+def _render(cmd: list[str], folded: str, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    result = subprocess.run(cmd, input=folded, capture_output=True, text=True)
+    if result.returncode != 0 or "<svg" not in result.stdout:
+        raise ProfilingError(f"{Path(cmd[0]).name} failed: {_last_line(result.stderr)}")
+    path.write_text(result.stdout)
+    return path
+
+
+def top_functions_figure(profiles: list[Profile], n: int = 12) -> plt.Figure:
+    """Self share of samples of the top functions, one bar group per condition."""
+    table = pd.concat([p.top_functions(n) for p in profiles])
+    pivot = table.pivot_table(index="function", columns="condition", values="self_share", fill_value=0)
+    pivot = pivot.loc[pivot.max(axis=1).sort_values().index]
+    fig, ax = plt.subplots(figsize=(8, 0.35 * len(pivot) + 1.5))
+    pivot.plot.barh(ax=ax)
+    ax.set_xlabel("share of samples in the function itself")
+    ax.set_ylabel("")
+    ax.xaxis.set_major_formatter(plt.FuncFormatter(lambda v, _: f"{v:.0%}"))
+    fig.tight_layout()
+    return fig
+
+
+# --------------------------------------------------------------------------- instruction counts
+
+
+@dataclass(frozen=True)
+class Statement:
+    """One server-bound statement to count, with an untimed statement to run before each count
+    (e.g. TRUNCATE before an insert loop) and the rows it handles (for instructions per row)."""
+
+    sql: str
+    rows: int
+    setup: str | None = None
+
+    def __post_init__(self):
+        if not self.sql.strip() or self.rows < 1:
+            raise ValueError("a statement needs SQL and rows >= 1")
+
+
+def statement_for(workload: wl.Workload) -> Statement:
+    """The single statement each Python-driven workload times."""
+    if isinstance(workload, wl.ProcInsertLoop):
+        return Statement(f"CALL idata({workload.rows})", workload.rows, "TRUNCATE TABLE t")
+    if isinstance(workload, wl.VarcharScan):
+        return Statement("SELECT COUNT(*) FROM t_scan WHERE a = REPEAT('abc',15)", workload.rows)
+    if isinstance(workload, wl.Join):
+        return Statement(workload.QUERY, workload.rows)
+    raise ProfilingError(f"workload {workload.name}: {workload.kind} is not one statement; instruction "
+                         "counts need proc_insert_loop, varchar_scan or join")
+
+
+@dataclass(frozen=True)
+class InstructionCounts:
+    """Instructions (callgrind Ir, all server threads) of repeated executions of one statement."""
+
+    condition: str
+    statement: Statement
+    counts: tuple[int, ...]
+    top: pd.DataFrame = field(repr=False, compare=False)   # function, instructions, share, named
+
+    def __post_init__(self):
+        if len(self.counts) < 1 or min(self.counts) <= 0:
+            raise ProfilingError(f"condition {self.condition}: callgrind counted no instructions")
+
+    @property
+    def mean(self) -> float:
+        return sum(self.counts) / len(self.counts)
+
+    @property
+    def per_row(self) -> float:
+        return self.mean / self.statement.rows
+
+    @property
+    def relative_spread(self) -> float:
+        """(max - min) / mean: run-to-run variation, to set beside the wall-clock one."""
+        return (max(self.counts) - min(self.counts)) / self.mean
+
+    def summary(self) -> dict:
+        return {"condition": self.condition, "statement": self.statement.sql, "rows": self.statement.rows,
+                "repeats": len(self.counts), "instructions": self.mean, "per_row": self.per_row,
+                "relative_spread": self.relative_spread}
+
+
+def callgrind_target(target: TargetSpec, workdir: Path) -> TargetSpec:
+    """The same target with its mariadbd run under callgrind, instrumentation off until asked.
+    A wrapper script is the binary claimlab launches (`--version` bypasses valgrind)."""
+    if target.kind != "mariadb":
+        raise TargetUnavailable(f"target {target.name}: instruction counts need a local mariadb target")
+    valgrind = tool("valgrind", "`apt-get install valgrind`")
+    real = mariadb_binary(target)
+    workdir.mkdir(parents=True, exist_ok=True)
+    wrapper = workdir / "mariadbd-callgrind"
+    wrapper.write_text(
+        "#!/bin/sh\n"
+        f'case "$1" in --version) exec "{real}" "$@";; esac\n'
+        f'exec "{valgrind}" --tool=callgrind --instr-atstart=no --dump-instr=no '
+        f'--callgrind-out-file="{workdir}/callgrind.out.%p" --log-file="{workdir}/valgrind.%p.log" '
+        f'"{real}" "$@"\n')
+    wrapper.chmod(0o755)
+    return replace(target, binary=str(wrapper), ready_timeout=max(target.ready_timeout, CALLGRIND_READY_TIMEOUT_S))
+
+
+def callgrind_options(options: ServerOptions) -> ServerOptions:
+    """Under valgrind InnoDB cannot reserve its default maximum pool address space, and native AIO
+    is not emulated: cap the pool at its size and use simulated AIO (shared/pitfalls.md)."""
+    size = options.innodb_buffer_pool_size or "128M"
+    extra = {"innodb-buffer-pool-size-max": size, "skip-innodb-use-native-aio": "ON"}
+    return options.merged(ServerOptions(innodb_buffer_pool_size=size, extra=tuple(extra.items())))
+
+
+def count_instructions(launcher: Launcher, target: TargetSpec, options: ServerOptions, workload: wl.Workload,
+                       condition: str, out_dir: Path, *, repeats: int = 3, warmup: int = 1,
+                       statement: Statement | None = None, top: int = 15) -> InstructionCounts:
+    """Start the condition's server under callgrind, load, then run the statement `warmup +
+    repeats` times, each zeroed, instrumented, switched off and dumped; the warm-up counts are
+    dropped (the first instrumented run costs ~25% more: code is translated and caches filled,
+    even when the statement already ran uninstrumented). The server is always stopped."""
+    control = tool("callgrind_control", "`apt-get install valgrind`")
+    statement = statement or statement_for(workload)
+    out_dir = Path(out_dir) / condition
+    server = launcher.server(callgrind_target(target, out_dir), callgrind_options(options))
+    dumps: list[Path] = []
+    try:
+        server.start()
+        workload.prepare(server)
+        conn = server.connect(database=workload.schema())
+        try:
+            cur = conn.cursor()
+
+            def execute(sql):
+                cur.execute(sql)
+                if cur.with_rows:
+                    cur.fetchall()
+
+            for i in range(warmup + repeats):
+                if statement.setup:
+                    execute(statement.setup)
+                _control(control, server.pid, "-z")
+                _control(control, server.pid, "-i", "on")
+                execute(statement.sql)
+                _control(control, server.pid, "-i", "off")
+                before = set(out_dir.glob("callgrind.out.*"))
+                _control(control, server.pid, "-d", f"claimlab-{i}")
+                dumps.append(_new_dump(out_dir, before))
+        finally:
+            conn.close()
+    finally:
+        server.stop()
+    dumps = dumps[warmup:]
+    return InstructionCounts(condition, statement, tuple(_total(d) for d in dumps),
+                             _annotate(dumps[-1], condition, top))
+
+
+def _control(control: str, pid: int, *args: str) -> None:
+    result = subprocess.run([control, *args, str(pid)], capture_output=True, text=True, timeout=120,
+                            stdin=subprocess.DEVNULL)
+    if result.returncode != 0 or "OK" not in result.stdout:
+        raise ProfilingError(f"callgrind_control {' '.join(args)} failed: "
+                             f"{_last_line(result.stdout + result.stderr)}")
+
+
+def _new_dump(out_dir: Path, before: set[Path], timeout: float = 30.0) -> Path:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        new = sorted(set(out_dir.glob("callgrind.out.*")) - before, key=os.path.getmtime)
+        if new and _total(new[-1], missing_ok=True) is not None:
+            return new[-1]
+        time.sleep(0.1)
+    raise ProfilingError(f"callgrind wrote no dump in {out_dir}")
+
+
+def _total(dump: Path, missing_ok: bool = False) -> int | None:
+    """The dump's `totals:` line (absent while valgrind is still writing the file)."""
+    for line in dump.read_text(errors="replace").splitlines():
+        if line.startswith("totals:"):
+            return int(line.split()[1])
+    if missing_ok:
+        return None
+    raise ProfilingError(f"{dump}: no instruction totals")
+
+
+_ANNOTATED = re.compile(r"^\s*([\d,]+)\s+\(\s*([\d.]+)%\)\s+(?:\S*?):(.+?)(?: \[(.+)\])?$")
+
+
+def _annotate(dump: Path, condition: str, top: int) -> pd.DataFrame:
+    """Functions by instructions (self), from callgrind_annotate; unnamed ones are hex addresses."""
+    annotate = tool("callgrind_annotate", "`apt-get install valgrind`")
+    result = subprocess.run([annotate, "--threshold=100", str(dump)], capture_output=True, text=True,
+                            stdin=subprocess.DEVNULL)
+    if result.returncode != 0:
+        raise ProfilingError(f"callgrind_annotate failed: {_last_line(result.stderr)}")
+    rows = []
+    for line in result.stdout.splitlines():
+        m = _ANNOTATED.match(line)
+        if m and "PROGRAM TOTALS" not in line:
+            name = m[3].strip()
+            rows.append({"condition": condition, "function": name,
+                         "instructions": int(m[1].replace(",", "")), "share": float(m[2]) / 100,
+                         "object": Path(m[4]).name if m[4] else "", "named": not _HEX.match(name)})
+    return pd.DataFrame(rows).head(top)
+
+
+# --------------------------------------------------------------------------- what to profile
+
+
+@dataclass(frozen=True)
+class ProfiledCondition:
+    """One configuration to profile: a name for its files, its server and its workload."""
+
+    name: str
+    target: TargetSpec
+    options: ServerOptions
+    workload: wl.Workload
+
+    def __post_init__(self):
+        if not re.fullmatch(r"[A-Za-z0-9_.\-]{1,80}", self.name):
+            raise ValueError(f"{self.name!r} is not usable as a file name")
+
+
+def conditions_of(name_or_path: str, profile: str = "smoke", root: Path | None = None) -> list[ProfiledCondition]:
+    """An ablation's slow and fast sets, or every condition of a claim experiment (its first
+    Python-driven workload, else its first workload), sized by `profile`."""
+    from . import ablation, design, params
+    from .store import project_root
+    root = root or project_root()
+    path = Path(name_or_path)
+    ablation_file = path if path.suffix in (".yaml", ".yml") else root / "params" / "ablation" / f"{path}.yaml"
+    if ablation_file.is_file() and ablation_file.parent.name == "ablation":
+        abl = ablation.load(ablation_file, profile)
+        return [ProfiledCondition("slow", abl.target, abl.slow, abl.workload),
+                ProfiledCondition("fast", abl.target, abl.fast, abl.workload)]
+    exp = params.load(params.find(name_or_path, root / "params"), profile)
+    out = []
+    for cond in design.conditions(exp):
+        workload = next((w for w in cond.workloads if not isinstance(w, wl.Sysbench)), cond.workloads[0])
+        name = re.sub(r"[^A-Za-z0-9_.\-]", "_", cond.id)
+        out.append(ProfiledCondition(name, exp.targets[cond.target], cond.server, workload))
+    return out

@@ -1,0 +1,44 @@
+"""CPU evidence on real MariaDB: perf names server functions, callgrind counts repeat."""
+
+from __future__ import annotations
+
+from claimlab import profiling
+from claimlab.servers import ServerOptions
+from claimlab.workloads import VarcharScan
+from conftest import pid_alive
+
+SCAN = VarcharScan(name="scan", rows=30_000, collation="utf8mb4_uca1400_ai_ci")
+
+
+def test_profile_names_known_server_functions_and_renders(launcher, default_target, tmp_path):
+    prof = profiling.profile_condition(launcher, default_target, ServerOptions(innodb_buffer_pool_size="64M"),
+                                       SCAN, "uca1400", tmp_path / "prof", iterations=15)
+    functions = set(prof.top_functions(200)["function"])
+    # Exported symbols of the OS package's mariadbd on the scan's path (no debug symbols needed).
+    assert functions & {"handler::ha_rnd_next", "sub_select", "JOIN::exec_inner", "mysql_select",
+                        "dispatch_command"}, sorted(functions)[:40]
+    assert prof.share_of(r"^dispatch_command$") > 0.5
+    unnamed = prof.unnamed()
+    assert set(unnamed.columns) >= {"named_caller", "share"}
+    assert not any(pid_alive(p) for p in _server_pids(launcher))
+    # inferno is installed by `make setup`; its absence is a setup failure, not a skip
+    svg = profiling.flamegraph(prof, tmp_path / "uca1400.svg")
+    diff = profiling.differential(prof, prof, tmp_path / "diff.svg")
+    assert "<svg" in svg.read_text() and "handler::ha_rnd_next" in svg.read_text()
+    assert "<svg" in diff.read_text()
+
+
+def test_callgrind_counts_repeat_within_one_percent(launcher, default_target, tmp_path):
+    scan = VarcharScan(name="scan", rows=2_000, collation="utf8mb4_uca1400_ai_ci")
+    counts = profiling.count_instructions(launcher, default_target, ServerOptions(innodb_buffer_pool_size="64M"),
+                                          scan, "uca1400", tmp_path / "cg", repeats=3)
+    assert len(counts.counts) == 3
+    assert counts.relative_spread < 0.01, counts.counts
+    assert counts.per_row > 100   # a UCA comparison per row is hundreds of instructions
+    assert counts.top["instructions"].sum() > 0
+    assert counts.top["named"].any()
+    assert not any(pid_alive(p) for p in _server_pids(launcher))
+
+
+def _server_pids(launcher) -> list[int]:
+    return [int(p.read_text()) for p in launcher.workdir.glob("*/server.pid")]
