@@ -233,7 +233,7 @@ def share_interval(slow: stats.Sample, before: stats.Sample, after: stats.Sample
         if sample.n_repetitions < 2:
             raise ValueError("a share interval needs two or more repetitions per configuration")
         if id(sample) not in draws:
-            draws[id(sample)] = np.log(stats._hierarchical_draws(sample, "mean", n_boot, rng))
+            draws[id(sample)] = np.log(stats.hierarchical_draws(sample, "mean", n_boot, rng))
 
     def share(s, b, a, f):
         return (a - b) / (f - s)

@@ -23,6 +23,7 @@ import re
 import shutil
 import signal
 import subprocess
+import tempfile
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -456,3 +457,32 @@ def conditions_of(name_or_path: str, profile: str = "smoke", root: Path | None =
         name = re.sub(r"[^A-Za-z0-9_.\-]", "_", cond.id)
         out.append(ProfiledCondition(name, exp.targets[cond.target], cond.server, workload))
     return out
+
+
+# --------------------------------------------------------------------------- evidence for the claim notebooks
+
+def evidence(name: str, out_dir: Path, pattern: str, *, levels: tuple[str, ...] | None = None,
+             callgrind: bool = True, profile: str = "smoke") -> tuple[pd.DataFrame, list[Profile]]:
+    """The mechanism beside the timings: per condition, the share of perf samples in frames
+    matching `pattern` and (with `callgrind`) instructions per row of the measured statement.
+
+    Sized by the `smoke` profile whatever the timing run used: shares and instructions per row
+    do not need large tables, and callgrind runs the server ~50x slower. `levels` keeps only the
+    conditions whose id contains one of these strings."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    chosen = [c for c in conditions_of(name, profile)
+              if levels is None or any(level in c.name for level in levels)]
+    rows, profiles = [], []
+    with tempfile.TemporaryDirectory(prefix="claimlab-evidence-") as work:
+        launcher = Launcher(Path(work))
+        for cond in chosen:
+            prof = profile_condition(launcher, cond.target, cond.options, cond.workload, cond.name, out_dir)
+            profiles.append(prof)
+            row = {"condition": cond.name, "samples": prof.samples, "share_matching": prof.share_of(pattern)}
+            if callgrind:
+                counts = count_instructions(launcher, cond.target, cond.options, cond.workload, cond.name,
+                                            out_dir / "callgrind")
+                row |= {"instructions_per_row": counts.per_row, "callgrind_spread": counts.relative_spread}
+            rows.append(row)
+    return pd.DataFrame(rows).assign(pattern=pattern), profiles

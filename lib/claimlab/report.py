@@ -29,6 +29,7 @@ NOTEBOOKS = {  # experiment -> claim notebook
     "binlog_default": "04_binlog_default.ipynb",
 }
 SUMMARY = "00_summary.ipynb"
+INVESTIGATIONS = {"why_slower": "05_why_slower.ipynb"}   # not claims: linked from the index
 PUBLISHED_RUNS = "published_runs.json"   # data/: the shipped runs the summary reads by default
 SETTINGS_SHOWN = ("version", "log_bin", "sync_binlog", "innodb_flush_log_at_trx_commit",
                   "binlog_format", "character_set_server", "collation_server",
@@ -228,14 +229,22 @@ def build(*, profile: str = "quick", run_ids: list[str] | None = None, out_dir: 
         "run_ids": [b.summary["run_id"] for b in built], "data_dir": str(data_dir),
         "figures_dir": str(figures_dir)}, root)
     summary_html = render_html(summary_nb, show_code)
-    index = write_index(out_dir / "index.html", built, summary_html)
+    investigations = []
+    if not run_ids and not experiments:
+        for name, notebook in INVESTIGATIONS.items():
+            log(f"{name}: running the {profile} profile")
+            nb = execute(notebook, out_dir, {"profile": profile, "data_dir": str(data_dir),
+                                             "figures_dir": str(figures_dir),
+                                             "profile_dir": str(figures_dir / name / "profiles")}, root)
+            investigations.append(render_html(nb, show_code))
+    index = write_index(out_dir / "index.html", built, summary_html, investigations)
     leaked = scrub(out_dir.rglob("*"), secret_values(root))
     if leaked:
         log(f"warning: removed a secret from {len(leaked)} output file(s)")
     return index
 
 
-def write_index(path: Path, built: list[Built], summary_html: Path) -> Path:
+def write_index(path: Path, built: list[Built], summary_html: Path, investigations: list[Path] = ()) -> Path:
     rows = []
     for b in built:
         s = b.summary
@@ -253,6 +262,8 @@ def write_index(path: Path, built: list[Built], summary_html: Path) -> Path:
     host = first.get("host", {})
     commit = (first.get("git") or {}).get("commit")
     generated = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    extra = "".join(f' Investigation: <a href="{html.escape(p.name)}">{html.escape(p.stem)}</a>.'
+                    for p in investigations)
     page = f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>claimlab: verdicts</title>
 <style>
@@ -264,7 +275,8 @@ tr.not_tested {{ color: #999; }}
 </style></head><body>
 <h1>claimlab: published MySQL performance claims, re-tested</h1>
 <p>Each row compares a treatment with a baseline; the ratio is treatment / baseline of the metric
-with its 95% interval. <a href="{html.escape(summary_html.name)}">Summary with the forest plot</a>.</p>
+with its 95% interval. <a href="{html.escape(summary_html.name)}">Summary with the forest plot</a>.
+{extra}</p>
 <table><thead><tr><th>claim</th><th>comparison</th><th>metric</th><th>measured ratio [95% CI]</th>
 <th>published</th><th>verdict</th><th>run (profile)</th></tr></thead><tbody>
 {''.join(rows)}

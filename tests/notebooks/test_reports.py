@@ -1,0 +1,163 @@
+"""The main job end to end on the smoke profile: every claim notebook runs against real MariaDB,
+the summary and index render, the HTML opens in a real headless browser with every figure loaded
+and no error, and a planted password appears in no produced file."""
+
+import json
+import re
+import secrets
+import shutil
+import tempfile
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from claimlab import report
+from claimlab.servers import ServerOptions
+from claimlab.store import find_run, read_manifest
+from conftest import ROOT
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory, mariadbd):
+    base = tmp_path_factory.mktemp("report")
+    index = report.build(profile="smoke", out_dir=base / "reports", data_dir=base / "raw",
+                         figures_dir=base / "figures", log=lambda msg: None)
+    return base, index
+
+
+def _errors(nb_path: Path) -> list[str]:
+    nb = nbformat.read(nb_path, as_version=4)
+    return [o.get("ename", "") + ": " + o.get("evalue", "") for c in nb.cells if c.cell_type == "code"
+            for o in c.get("outputs", []) if o.output_type == "error"]
+
+
+@pytest.mark.parametrize("experiment", sorted(report.NOTEBOOKS))
+def test_claim_notebook_ran_end_to_end(built, experiment):
+    base, _ = built
+    out = base / "reports" / report.NOTEBOOKS[experiment]
+    assert out.exists() and not _errors(out)
+    summary = json.loads((base / "reports" / f"{experiment}.summary.json").read_text())
+    assert summary["profile"] == "smoke" and summary["rows"]
+    assert {r["verdict"] for r in summary["rows"]} <= {"supported", "contradicted", "inconclusive", "not_tested"}
+    manifest = read_manifest(find_run(summary["run_id"], base / "raw"))
+    # Inside a kernel too, the connector's C extension must load (see claimlab/__init__.py).
+    assert manifest["provenance"]["connector_implementation"] == "c-extension"
+    claim_figures = base / "figures" / summary["claim"]
+    names = ["effects", "observations", "run_order"]
+    if experiment in ("collation_cost", "binlog_default"):
+        names.append("top_functions")   # the CPU evidence section ran (perf, and callgrind for C2)
+    for name in names:
+        assert (claim_figures / f"{name}.png").stat().st_size > 1000
+        assert (claim_figures / f"{name}.svg").exists()
+
+
+def test_index_lists_every_claim_and_links_reports(built):
+    base, index = built
+    text = index.read_text()
+    assert 'href="05_why_slower.html"' in text
+    for notebook in report.NOTEBOOKS.values():
+        assert f"href='{Path(notebook).with_suffix('.html').name}'" in text
+        assert (base / "reports" / Path(notebook).with_suffix(".html").name).exists()
+    for claim in ("C1", "C2", "C3", "C4"):
+        assert f">{claim}</a>" in text
+
+
+def test_html_loads_nothing_from_the_network(built):
+    base, _ = built
+    pages = list((base / "reports").glob("*.html"))
+    assert len(pages) == 7   # index, summary, four claims, the why-slower investigation
+    for page in pages:
+        remote = re.findall(r"""(?:src|href)\s*=\s*["']?(?:https?:)?//[^"'\s>]+""", page.read_text())
+        assert remote == [], (page.name, remote)
+
+
+def test_summary_notebook_runs_from_shipped_data(tmp_path):
+    """No server: the summary reads the runs shipped in data/ (data/published_runs.json)."""
+    shipped = report.published_runs(ROOT)
+    assert set(shipped) == set(report.NOTEBOOKS), "data/published_runs.json must list every experiment"
+    out = report.execute(report.SUMMARY, tmp_path, {"figures_dir": str(tmp_path / "figures")}, ROOT)
+    assert not _errors(out)
+    assert (tmp_path / "figures" / "summary" / "forest.png").exists()
+
+
+def _browser():
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    options = webdriver.ChromeOptions()
+    options.binary_location = shutil.which("chromium") or "/usr/bin/chromium"
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 f"--user-data-dir={tempfile.mkdtemp(prefix='claimlab-chromium-')}",
+                 "--window-size=1280,2000"):
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver_path = shutil.which("chromedriver") or "/usr/bin/chromedriver"
+    return webdriver.Chrome(service=Service(executable_path=driver_path), options=options)
+
+
+@pytest.mark.parametrize("page, figures", [("index.html", 0), ("04_binlog_default.html", 4),
+                                           ("02_collation_cost.html", 4), ("00_summary.html", 1),
+                                           ("05_why_slower.html", 3)])
+def test_report_opens_in_a_real_browser(built, page, figures):
+    base, _ = built
+    driver = _browser()
+    try:
+        driver.get((base / "reports" / page).as_uri())
+        images = driver.execute_script(
+            "return Array.from(document.images).map(i => [i.complete, i.naturalWidth, i.src.slice(0, 30)]);")
+        errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+        shots = base / "screenshots"
+        shots.mkdir(exist_ok=True)
+        driver.save_screenshot(str(shots / f"{Path(page).stem}.png"))
+    finally:
+        driver.quit()
+    assert not errors, errors
+    assert all(complete and width > 0 for complete, width, _ in images), images
+    assert len(images) >= figures, "a report shows its figures"
+    assert (shots / f"{Path(page).stem}.png").stat().st_size > 10_000
+
+
+def test_planted_password_reaches_no_produced_file(tmp_path, launcher, default_target, monkeypatch):
+    """An external target's password (from its environment variable) must not leak anywhere."""
+    password = "pw-" + secrets.token_hex(12)
+    with launcher.server(default_target, ServerOptions()).start() as srv:
+        conn = srv.connect()
+        cur = conn.cursor()
+        cur.execute("CREATE USER 'bench'@'localhost' IDENTIFIED BY %s", (password,))
+        cur.execute("GRANT ALL ON `claimlab\\_%`.* TO 'bench'@'localhost'")
+        conn.close()
+        monkeypatch.setenv("CLAIMLAB_TEST_BENCH_PASSWORD", password)
+        params_file = tmp_path / "external_insert.yaml"
+        params_file.write_text(f"""
+claim: C4
+targets:
+  mine: {{kind: external, socket: {srv.connect_args()['unix_socket']}, user: bench,
+          password_env: CLAIMLAB_TEST_BENCH_PASSWORD}}
+workloads:
+  insert_loop: {{kind: proc_insert_loop, rows: 20}}
+design: {{repetitions: 2, warmup: 0, iterations: 1}}
+""")
+        out = tmp_path / "out"
+        nb = report.execute(report.NOTEBOOKS["binlog_default"], out, {
+            "params_name": str(params_file), "profile": "smoke", "data_dir": str(tmp_path / "raw"),
+            "figures_dir": str(tmp_path / "figures"), "summary_json": str(out / "s.json"),
+            "cpu_evidence": False}, ROOT)
+        assert not _errors(nb)
+        report.render_html(nb, show_code=True)
+        leftover = [r for r in _rows(srv, "SHOW DATABASES") if r[0].startswith("claimlab_")]
+    assert leftover == [], "claimlab must drop its schemas on an external server"
+    produced = [p for p in tmp_path.rglob("*") if p.is_file() and p != params_file]
+    assert len(produced) > 5
+    leaks = [str(p) for p in produced if password.encode() in p.read_bytes()]
+    assert leaks == []
+
+
+def _rows(server, sql):
+    conn = server.connect()
+    try:
+        cur = conn.cursor()
+        cur.execute(sql)
+        return cur.fetchall()
+    finally:
+        conn.close()
