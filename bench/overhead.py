@@ -4,8 +4,9 @@
     python bench/overhead.py --run RUN_ID..  # report on stored runs only
 
 Measured time is the sum of the measured iterations (their start/end stamps). The rest is split
-into server start (including reading back its variables), load, warm-up, stop, the gaps between
-measurements (storing a row and its fsync) and everything else (planning, provenance, cleanup).
+into server start (including reading back its variables), load, warm-up, the quiet check, stop,
+the gaps between measurements (resource snapshots, storing a row and its fsync) and everything
+else (planning, provenance, cleanup).
 All figures come from one run each: ratios within a run, not timings to compare across machines.
 """
 
@@ -39,10 +40,10 @@ def overhead(run_dir: Path) -> dict:
                            if e["event"] == "unit_done"]).sum()
     row = {"experiment": manifest["experiment"], "profile": manifest["profile"],
            "run_id": manifest["run_id"], "wall_s": wall, "measured_s": measured}
-    for phase in ("start_s", "prepare_s", "warmup_s", "stop_s"):
+    for phase in ("start_s", "prepare_s", "warmup_s", "quiet_s", "stop_s"):
         row[phase] = float(phases.get(phase, 0.0))
     row["gaps_s"] = float(phases.get("measure_s", 0.0)) - measured
-    row["other_s"] = wall - measured - sum(row[p] for p in ("start_s", "prepare_s", "warmup_s",
+    row["other_s"] = wall - measured - sum(row[p] for p in ("start_s", "prepare_s", "warmup_s", "quiet_s",
                                                             "stop_s", "gaps_s"))
     row["overhead_share"] = 1 - measured / wall
     return row
@@ -52,19 +53,22 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--run", nargs="*", default=None, help="stored run ids to report on")
     ap.add_argument("--profile", default="quick", choices=params.PROFILES)
+    ap.add_argument("--data", type=Path, help="where runs are stored (default data/raw)")
     args = ap.parse_args(argv)
     if args.run:
-        dirs = [find_run(r) for r in args.run]
+        dirs = [find_run(r, args.data) for r in args.run]
     else:
         dirs = []
         for path in sorted((ROOT / "params").glob("*.yaml")):
-            outcome = runner.run(params.load(path, args.profile), progress=sys.stderr.isatty())
+            outcome = runner.run(params.load(path, args.profile), data_root=args.data,
+                                 progress=sys.stderr.isatty())
             dirs.append(outcome.path)
     table = pd.DataFrame([overhead(d) for d in dirs])
     shares = table.assign(**{c.replace("_s", "_share"): table[c] / table["wall_s"]
-                             for c in ("start_s", "prepare_s", "warmup_s", "stop_s", "gaps_s", "other_s")})
+                             for c in ("start_s", "prepare_s", "warmup_s", "quiet_s", "stop_s", "gaps_s",
+                                       "other_s")})
     cols = ["experiment", "profile", "wall_s", "measured_s", "overhead_share", "start_share",
-            "prepare_share", "warmup_share", "stop_share", "gaps_share", "other_share"]
+            "prepare_share", "warmup_share", "quiet_share", "stop_share", "gaps_share", "other_share"]
     print(shares[cols].to_string(index=False, float_format=lambda x: f"{x:.3f}"))
     return 0
 

@@ -199,15 +199,7 @@ def load(path: str | Path, profile: str = "quick") -> Ablation:
 
 def find(name_or_path: str, root: Path | None = None) -> Path:
     """`binlog_hunt` or a path: files live in params/ablation/."""
-    path = Path(name_or_path)
-    if path.suffix in (".yaml", ".yml"):
-        if not path.is_file():
-            raise ConfigError(str(path), "", "no such ablation file")
-        return path
-    candidate = (root or Path("params")) / "ablation" / f"{name_or_path}.yaml"
-    if not candidate.is_file():
-        raise ConfigError(str(candidate), "", "no such ablation file")
-    return candidate
+    return params_mod.find(name_or_path, (root or Path("params")) / "ablation", "ablation file")
 
 
 def run(ablation: Ablation, *, data_root: Path | None = None, work_root: Path | None = None,

@@ -68,6 +68,7 @@ def _parser() -> argparse.ArgumentParser:
     rep.add_argument("--show-code", action="store_true", help="include the code cells in the HTML")
     rep.add_argument("--out", type=Path, metavar="DIR", help="output directory (default reports/)")
     rep.add_argument("--data", type=Path, metavar="DIR", help="where raw runs live (default data/raw)")
+    rep.add_argument("--figures", type=Path, metavar="DIR", help="where figures go (default figures/)")
 
     d = sub.add_parser("diff", help="effective server variables of two configurations, side by side",
                        description="Start two servers (targets from the params files, each with optional "
@@ -215,6 +216,7 @@ def cmd_report(args) -> int:
     from . import report
     index = report.build(profile=args.profile, run_ids=args.from_data, out_dir=args.out,
                          show_code=args.show_code, data_dir=args.data, experiments=args.only,
+                         figures_dir=args.figures,
                          log=lambda msg: print(f"report: {msg}", file=sys.stderr))
     print(f"reports written; open {index}")
     return 0

@@ -115,3 +115,32 @@ def interval_series(intervals: pd.DataFrame, value: str = "tps") -> plt.Figure:
     ax.set_title(f"sysbench {value} per reporting interval (one line per run)")
     fig.tight_layout()
     return fig
+
+
+def costs(table: pd.DataFrame, metrics: list[str] | None = None) -> plt.Figure:
+    """Per-operation costs by condition with their intervals (stats.cost_table), one panel each."""
+    data = table if metrics is None else table[table["metric"].isin(metrics)]
+    panels = data[["workload", "metric"]].drop_duplicates().values.tolist()
+    if not panels:   # a run stored before claimlab recorded costs
+        fig, ax = plt.subplots(figsize=(6, 1))
+        ax.text(0.5, 0.5, "no per-operation costs recorded in this run", ha="center", va="center")
+        ax.set_axis_off()
+        return fig
+    columns = min(3, max(1, len(panels)))
+    rows = -(-len(panels) // columns)
+    height = (0.5 * data["condition"].nunique() + 2.2) * rows
+    fig, axes = plt.subplots(rows, columns, figsize=(4.6 * columns, height), squeeze=False)
+    for ax, (workload, metric) in zip(axes.flat, panels):
+        part = data[(data["workload"] == workload) & (data["metric"] == metric)].sort_values("condition")
+        y = range(len(part))
+        ax.errorbar(part["mean"], list(y), xerr=[(part["mean"] - part["lo"]).fillna(0).clip(lower=0),
+                                                 (part["hi"] - part["mean"]).fillna(0).clip(lower=0)],
+                    fmt="o", capsize=3, color="#2166ac")
+        ax.set_yticks(list(y), part["condition"])
+        ax.set_title(f"{workload}: {metric}", fontsize=9)
+        ax.set_xlabel(part["unit"].iloc[0])
+    for ax in list(axes.flat)[len(panels):]:
+        ax.set_visible(False)
+    fig.suptitle("What each operation cost (mean of repetitions, 95% interval)", y=1.01, fontsize=10)
+    fig.tight_layout()
+    return fig

@@ -238,14 +238,14 @@ def _restrict_levels(f: Fields, factors: list[Factor]) -> list[Factor]:
     return [by_name[fac.name] for fac in factors]
 
 
-def find(name_or_path: str, params_dir: Path | None = None) -> Path:
+def find(name_or_path: str, params_dir: Path | None = None, what: str = "params file") -> Path:
     """`binlog_default` or `params/binlog_default.yaml`: the same file."""
     path = Path(name_or_path)
     if path.suffix in (".yaml", ".yml"):
         if not path.is_file():
-            raise ConfigError(str(path), "", "no such params file")
+            raise ConfigError(str(path), "", f"no such {what}")
         return path
     candidate = (params_dir or Path("params")) / f"{name_or_path}.yaml"
     if not candidate.is_file():
-        raise ConfigError(str(candidate), "", "no such params file")
+        raise ConfigError(str(candidate), "", f"no such {what}")
     return candidate

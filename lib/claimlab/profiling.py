@@ -132,7 +132,14 @@ def perf_sampling(pid: int, out: Path, frequency: int = FREQUENCY_HZ) -> Iterato
                              "-o", str(out)], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, start_new_session=True)
     try:
-        time.sleep(0.3)   # perf attaches to every thread before the first measured statement
+        # perf creates its output once it has attached to every thread; a SIGINT before that
+        # kills it with nothing written, so wait for the file rather than a fixed time.
+        deadline = time.monotonic() + 30
+        while not (out.exists() and out.stat().st_size > 0) and time.monotonic() < deadline:
+            if proc.poll() is not None:
+                raise ProfilingError(f"perf record failed: {_last_line(proc.stderr.read())}")
+            time.sleep(0.05)
+        time.sleep(0.2)
         if proc.poll() is not None:
             raise ProfilingError(f"perf record failed: {_last_line(proc.stderr.read())}")
         yield out
@@ -330,11 +337,11 @@ def callgrind_options(options: ServerOptions) -> ServerOptions:
 
 
 def count_instructions(launcher: Launcher, target: TargetSpec, options: ServerOptions, workload: wl.Workload,
-                       condition: str, out_dir: Path, *, repeats: int = 3, warmup: int = 1,
+                       condition: str, out_dir: Path, *, repeats: int = 3, warmup: int = 2,
                        statement: Statement | None = None, top: int = 15) -> InstructionCounts:
     """Start the condition's server under callgrind, load, then run the statement `warmup +
     repeats` times, each zeroed, instrumented, switched off and dumped; the warm-up counts are
-    dropped (the first instrumented run costs ~25% more: code is translated and caches filled,
+    dropped (the first two instrumented runs cost up to ~25% more: code is translated and caches filled,
     even when the statement already ran uninstrumented). The server is always stopped."""
     control = tool("callgrind_control", "`apt-get install valgrind`")
     statement = statement or statement_for(workload)

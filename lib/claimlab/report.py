@@ -71,7 +71,9 @@ def method_markdown(run_dir: Path) -> str:
         f"{' (uncommitted changes)' if (m['provenance']['git'] or {}).get('dirty') else ''}; "
         f"mysql-connector-python {m['provenance']['packages'].get('mysql-connector-python')} "
         f"({m['provenance']['connector_implementation']}); {m['provenance'].get('sysbench')}.\n"
-        f"- Packages: {packages}; Python {host.get('python')}; {host.get('os')}."
+        f"- Packages: {packages}; Python {host.get('python')}; {host.get('os')}.\n"
+        f"- Built from run `{m['run_id']}`, results.csv sha256 "
+        f"`{m.get('checksums', {}).get('results.csv', 'not yet: run incomplete')}`."
         f"{skipped}")
 
 
@@ -177,7 +179,10 @@ def execute(notebook: str, out_dir: Path, parameters: dict, root: Path) -> Path:
     import papermill as pm
     out_dir.mkdir(parents=True, exist_ok=True)
     output = out_dir / notebook
-    pm.execute_notebook(str(root / "notebooks" / notebook), str(output), parameters=parameters,
+    source = root / "notebooks" / notebook
+    declared = pm.inspect_notebook(str(source))
+    parameters = {k: v for k, v in parameters.items() if k in declared}   # e.g. cpu_evidence: C2, C4 only
+    pm.execute_notebook(str(source), str(output), parameters=parameters,
                         cwd=str(root / "notebooks"), kernel_name="python3", progress_bar=False,
                         log_output=False, request_save_on_cell_execute=False)
     return output
@@ -222,7 +227,8 @@ def build(*, profile: str = "quick", run_ids: list[str] | None = None, out_dir: 
         summary_path = out_dir / f"{experiment}.summary.json"
         nb = execute(NOTEBOOKS[experiment], out_dir, {
             "profile": profile, "run_id": run_id, "data_dir": str(data_dir),
-            "figures_dir": str(figures_dir), "summary_json": str(summary_path)}, root)
+            "figures_dir": str(figures_dir), "summary_json": str(summary_path),
+            "cpu_evidence": run_id is None}, root)   # re-rendering from data starts no server
         built.append(Built(experiment, nb, render_html(nb, show_code), json.loads(summary_path.read_text())))
     log("summary")
     summary_nb = execute(SUMMARY, out_dir, {

@@ -18,12 +18,13 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from . import provenance
+from . import accounting, provenance
 from .design import Condition, Unit, conditions, schedule, unit_seed
 from .errors import ClaimlabError, ServerGone, ServerStartError, TargetUnavailable
 from .params import Experiment
 from .servers import ExternalServer, Launcher, ServerFacts, ServerOptions, check_available
 from .store import RunStore, find_run, now, project_root, raw_root, read_results
+from .workloads import Measurement
 
 
 class Interrupted(ClaimlabError):
@@ -108,7 +109,7 @@ def run(exp: Experiment, *, data_root: Path | None = None, work_root: Path | Non
                                 f"{manifest.get('profile')}, not {exp.name} / {exp.profile}")
         if manifest.get("status") == "complete":
             raise ClaimlabError(f"run {resume} is already complete; nothing to resume")
-        store.event("resumed")
+        store.event("resumed", git=provenance.git_commit(project_root()), host=provenance.host_facts())
     else:
         manifest = {
             "claim": exp.claim, "experiment": exp.name, "profile": exp.profile,
@@ -120,7 +121,7 @@ def run(exp: Experiment, *, data_root: Path | None = None, work_root: Path | Non
                             "workloads": {w.name: w.describe() for w in c.workloads}} for c in conds],
             "skipped_targets": skipped,
             "plan": [{"seq": u.seq, "block": u.block, "condition": u.condition.id} for u in units],
-            "provenance": provenance.collect(Path(exp.source).resolve().parent.parent),
+            "provenance": provenance.collect(project_root()),
         }
         store = RunStore.create(data_root, exp.name, factors, manifest)
     work_root = work_root or project_root() / "work"
@@ -303,6 +304,7 @@ def _run_unit(exp: Experiment, store: RunStore, launcher: Launcher, unit: Unit, 
         started = now()
         phases = _Phases()
         lap = phases.lap
+        meter = None
         try:
             server.start()
             facts = server.facts()
@@ -311,6 +313,7 @@ def _run_unit(exp: Experiment, store: RunStore, launcher: Launcher, unit: Unit, 
                                  "log_bin": facts.log_bin, "pid": server.pid, "started_at": started,
                                  "loadavg_before": load_before}, facts.stable_variables())
             verify_settings(server.options, facts, cond.target)
+            meter = accounting.Meter(server)
             lap("start_s")
             for workload in cond.workloads:
                 iterations = [i for w, i in todo if w is workload
@@ -323,12 +326,20 @@ def _run_unit(exp: Experiment, store: RunStore, launcher: Launcher, unit: Unit, 
                     for _ in range(design.warmup):
                         measure()
                     lap("warmup_s")
+                    busy, cpu, disk = accounting.wait_until_quiet(server.pid)
+                    if busy:
+                        store.event("contention", seq=unit.seq, condition=cond.id, other_cpu_cores=round(cpu, 2),
+                                    other_disk_bytes_s=round(disk))
+                    lap("quiet_s")
                     for iteration in iterations:
                         start_ts = now()
+                        meter.start()
                         m = measure()
+                        costs = meter.stop()
                         end_ts = now()
                         _store_measurement(exp, store, unit, cond, workload.name, iteration, attempt,
-                                           facts.version, m, start_ts, end_ts)
+                                           facts.version, Measurement(m.metrics + tuple(costs), m.intervals),
+                                           start_ts, end_ts, contention=busy or accounting.contended(costs))
                         done.add((cond.id, workload.name, unit.repetition, iteration))
                         stored += 1
                         bar.update(1)
@@ -346,15 +357,17 @@ def _run_unit(exp: Experiment, store: RunStore, launcher: Launcher, unit: Unit, 
                 raise
             time.sleep(0.5)
         finally:
+            if meter is not None:
+                meter.close()
             server.stop()
     return stored
 
 
 class _Phases:
-    """Wall time per phase of a unit (start, load, warm-up, measured, stop): bench/overhead.py."""
+    """Wall time per phase of a unit (start, load, warm-up, quiet check, measured, stop)."""
 
     def __init__(self):
-        self.totals = dict.fromkeys(("start_s", "prepare_s", "warmup_s", "measure_s", "stop_s"), 0.0)
+        self.totals = dict.fromkeys(("start_s", "prepare_s", "warmup_s", "quiet_s", "measure_s", "stop_s"), 0.0)
         self._clock = time.monotonic()
 
     def lap(self, phase: str) -> None:
@@ -367,12 +380,12 @@ class _Phases:
 
 
 def _store_measurement(exp, store, unit, cond, workload, iteration, attempt, version, m, start_ts,
-                       end_ts) -> None:
+                       end_ts, contention: bool) -> None:
     base = {"run_id": store.run_id, "claim": exp.claim, "experiment": exp.name, "condition": cond.id,
             **dict(cond.levels), "target": cond.target, "server_version": version,
             "workload": workload, "repetition": unit.repetition, "iteration": iteration,
             "seq": unit.seq, "attempt": attempt, "started_at": start_ts, "ended_at": end_ts,
-            "contention": False}
+            "contention": contention}
     rows = [base | {"metric": x.name, "value": repr(float(x.value)), "unit": x.unit} for x in m.metrics]
     intervals = [{"run_id": store.run_id, "condition": cond.id, "workload": workload,
                   "repetition": unit.repetition, "iteration": iteration, "seq": unit.seq, **iv}

@@ -147,7 +147,6 @@ class TargetSpec:
     user: str | None = None
     password_env: str | None = None
     allow_remote: bool = False
-    allow_global_changes: bool = False
     ready_timeout: float = READY_TIMEOUT_S   # local kinds: seconds to wait for a started server
 
     @classmethod
@@ -168,8 +167,7 @@ class TargetSpec:
             spec = replace(spec, host=f.get("host", str), port=f.get("port", int),
                            socket=f.get("socket", str), user=f.get("user", str, "root"),
                            password_env=f.get("password_env", str),
-                           allow_remote=f.get("allow_remote", bool, False),
-                           allow_global_changes=f.get("allow_global_changes", bool, False))
+                           allow_remote=f.get("allow_remote", bool, False))
             if not spec.host and not spec.socket:
                 raise f.error("host", "an external target needs `host` (and `port`) or `socket`")
             if spec.options != ServerOptions():
@@ -191,7 +189,7 @@ class TargetSpec:
             if getattr(self, key) is not None:
                 out[key] = getattr(self, key)
         if self.kind == "external":
-            out["allow_remote"], out["allow_global_changes"] = self.allow_remote, self.allow_global_changes
+            out["allow_remote"] = self.allow_remote
         if self.options != ServerOptions():
             out["options"] = self.options.as_dict()
         return out

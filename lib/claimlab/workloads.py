@@ -129,6 +129,12 @@ def _roundtrip(cur) -> Metric:
     return Metric("roundtrip_s", _timed(cur, "DO 0")[0], "s")
 
 
+def _operations(count: int) -> Metric:
+    """What one iteration did (rows inserted, compared or joined; sysbench: queries), so that the
+    costs recorded beside it can be divided per operation (stats.per_operation)."""
+    return Metric("operations", float(count), "ops")
+
+
 def _insert_batches(cur, table: str, rows: list[str], batch: int = 1000) -> None:
     for i in range(0, len(rows), batch):
         cur.execute(f"INSERT INTO {table} VALUES " + ",".join(rows[i:i + batch]))
@@ -152,7 +158,7 @@ class ProcInsertLoop(Workload):
         cur.execute("TRUNCATE TABLE t")
         elapsed, _ = _timed(cur, "CALL idata(%s)", (self.rows,))
         _check_count(self, cur, "SELECT COUNT(*) FROM t", self.rows)
-        return Measurement((Metric("elapsed_s", elapsed, "s"), _roundtrip(cur)))
+        return Measurement((Metric("elapsed_s", elapsed, "s"), _roundtrip(cur), _operations(self.rows)))
 
 
 @dataclass(frozen=True)
@@ -182,7 +188,7 @@ class VarcharScan(Workload):
         elapsed, rows = _timed(cur, "SELECT COUNT(*) FROM t_scan WHERE a = REPEAT('abc',15)")
         if rows[0][0] != self.rows:
             raise WorkloadError(f"workload {self.name}: scan matched {rows[0][0]} rows, expected {self.rows}")
-        return Measurement((Metric("elapsed_s", elapsed, "s"), _roundtrip(cur)))
+        return Measurement((Metric("elapsed_s", elapsed, "s"), _roundtrip(cur), _operations(self.rows)))
 
 
 @dataclass(frozen=True)
@@ -207,7 +213,7 @@ class BulkInsert(Workload):
             cur.execute(sql)
         elapsed = time.perf_counter() - start
         _check_count(self, cur, "SELECT COUNT(*) FROM t_bulk", self.rows)
-        return Measurement((Metric("elapsed_s", elapsed, "s"), _roundtrip(cur)))
+        return Measurement((Metric("elapsed_s", elapsed, "s"), _roundtrip(cur), _operations(self.rows)))
 
 
 @dataclass(frozen=True)
@@ -236,7 +242,7 @@ class Join(Workload):
         elapsed, rows = _timed(cur, self.QUERY)
         if rows[0][0] != self.rows:
             raise WorkloadError(f"workload {self.name}: join returned {rows[0][0]} rows, expected {self.rows}")
-        return Measurement((Metric("elapsed_s", elapsed, "s"), _roundtrip(cur)))
+        return Measurement((Metric("elapsed_s", elapsed, "s"), _roundtrip(cur), _operations(self.rows)))
 
 
 def _check_count(workload: Workload, cur, sql: str, expected: int) -> None:
@@ -378,6 +384,7 @@ def _run_sysbench(workload: Workload, args: list[str], timeout: float, env=None,
 _TOTALS = {
     "tps": (r"transactions:\s+\d+\s+\(([\d.]+) per sec\.\)", "1/s"),
     "qps": (r"queries:\s+\d+\s+\(([\d.]+) per sec\.\)", "1/s"),
+    "operations": (r"queries:\s+(\d+)\s+\(", "ops"),
     "errors_per_s": (r"ignored errors:\s+\d+\s+\(([\d.]+) per sec\.\)", "1/s"),
     "reconnects_per_s": (r"reconnects:\s+\d+\s+\(([\d.]+) per sec\.\)", "1/s"),
     "latency_avg_ms": (r"avg:\s+([\d.]+)", "ms"),

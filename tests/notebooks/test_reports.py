@@ -15,7 +15,7 @@ import pytest
 from claimlab import report
 from claimlab.servers import ServerOptions
 from claimlab.store import find_run, read_manifest
-from conftest import ROOT
+from conftest import ROOT, run_cli
 
 
 @pytest.fixture(scope="module")
@@ -161,3 +161,20 @@ def _rows(server, sql):
         return cur.fetchall()
     finally:
         conn.close()
+
+
+def test_rerender_from_shipped_data_starts_no_server_and_repeats_its_tables(tmp_path):
+    """A reviewer's path: `claimlab report --from-data RUN_ID`: no server, same tables twice."""
+    run_id = report.published_runs(ROOT)["binlog_default"]
+    run_dir = find_run(run_id, ROOT / "data" / "raw")
+    before = sorted(p.name for p in run_dir.iterdir())
+    tables = []
+    for attempt in ("a", "b"):
+        result = run_cli("report", "--from-data", run_id, "--out", str(tmp_path / attempt),
+                         "--figures", str(tmp_path / "figures"), timeout=600)
+        assert result.returncode == 0, result.stderr
+        tables.append(json.loads((tmp_path / attempt / "binlog_default.summary.json").read_text())["rows"])
+        assert (tmp_path / attempt / "04_binlog_default.html").exists()
+    assert tables[0] == tables[1]
+    assert sorted(p.name for p in run_dir.iterdir()) == before          # nothing written to the run
+    assert read_manifest(run_dir)["status"] == "complete"

@@ -29,3 +29,13 @@ def test_merged_options_and_extra():
 def test_tarball_urls():
     assert tarball_url("5.7.44").endswith("/mysql-5.7/mysql-5.7.44-linux-glibc2.12-x86_64.tar.gz")
     assert tarball_url("8.0.40").endswith("/mysql-8.0/mysql-8.0.40-linux-glibc2.28-x86_64.tar.xz")
+
+
+def test_only_claimlab_schemas_can_be_dropped():
+    import pytest
+
+    from claimlab.servers import ExternalServer, TargetSpec
+    server = ExternalServer(TargetSpec(name="theirs", kind="external", host="127.0.0.1", port=9))
+    for name in ("mysql", "production", "claimlab", "claimlab_x`; DROP DATABASE mysql; --", "CLAIMLAB_x"):
+        with pytest.raises(ValueError, match="not a claimlab schema"):
+            server.drop_schema(name)   # refused before any connection is attempted
