@@ -21,6 +21,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import mysql.connector
+
+from .errors import ServerGone
 from .workloads import Metric
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
@@ -61,11 +64,18 @@ def process_times(pid: int) -> ProcTimes | None:
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
         fields = stat.rsplit(")", 1)[1].split()
-        status = Path(f"/proc/{pid}/status").read_text()
     except OSError:
         return None
-    switches = {k: int(v) for k, _, v in (line.partition(":\t") for line in status.splitlines())
-                if k in ("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches")}
+    # Context switches are counted per thread: sum every thread of the server, not just its main.
+    switches = {"voluntary_ctxt_switches": 0, "nonvoluntary_ctxt_switches": 0}
+    for task in Path(f"/proc/{pid}/task").glob("*/status"):
+        try:
+            for line in task.read_text().splitlines():
+                key, _, value = line.partition(":\t")
+                if key in switches:
+                    switches[key] += int(value)
+        except (OSError, ValueError):
+            continue   # a thread that ended between listing and reading
     return ProcTimes(int(fields[11]) / CLOCK_TICKS, int(fields[12]) / CLOCK_TICKS,
                      switches.get("voluntary_ctxt_switches", 0),
                      switches.get("nonvoluntary_ctxt_switches", 0))
@@ -159,11 +169,18 @@ def machine_metrics(before: MachineSample, after: MachineSample) -> list[Metric]
                    * SECTOR_BYTES, "bytes")]
 
 
-def server_status(conn) -> dict[str, float]:
-    cur = conn.cursor()
-    cur.execute("SHOW GLOBAL STATUS")
+def server_status(server, conn) -> dict[str, float]:
+    try:
+        cur = conn.cursor()
+        cur.execute("SHOW GLOBAL STATUS")
+        rows = cur.fetchall()
+    except mysql.connector.Error as exc:
+        if server.lost(exc):
+            raise ServerGone(f"target {server.target.name}: server went away while reading its "
+                             f"status counters: {exc.msg}") from None
+        raise
     values = {}
-    for name, value in cur.fetchall():
+    for name, value in rows:
         if name in STATUS_COUNTERS:
             try:
                 values[name] = float(value)
@@ -186,7 +203,7 @@ class Meter:
     def start(self) -> None:
         # The status query goes first and the process clocks last (reversed in stop), so that
         # the snapshots' own work stays outside the window as far as possible.
-        status = server_status(self.conn)
+        status = server_status(self.server, self.conn)
         pid = self.server.pid
         writes = user_write_bytes(self._ours())
         machine_before = machine()
@@ -199,7 +216,7 @@ class Meter:
         server_after = process_times(self.server.pid) if self.server.pid else None
         client_after, machine_after = client_times(), machine()
         writes_after = user_write_bytes(self._ours())
-        status_after = server_status(self.conn)
+        status_after = server_status(self.server, self.conn)
         server_before, client_before, machine_before, status_before, writes_before = self._before
         out = []
         own_cpu = 0.0

@@ -39,6 +39,8 @@ _OPTION_NAME = re.compile(r"^[a-z][a-z0-9_\-]*$")
 _SIZE = re.compile(r"^[0-9]+[KMGkmg]?$")
 READY_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 60.0
+# CR_SERVER_GONE_ERROR, CR_SERVER_LOST, CR_SERVER_LOST_EXTENDED: the connection died, not the query.
+LOST_CONNECTION_ERRNOS = (2006, 2013, 2055)
 # Variables that differ between two starts of the same configuration and say nothing about it.
 VOLATILE_VARIABLES = frozenset({
     "port", "socket", "pid_file", "datadir", "log_error", "hostname", "tmpdir", "general_log_file",
@@ -237,16 +239,18 @@ class Flavor:
         lines += [f"{k}={v}" for k, v in opts.extra]
         return lines
 
-    def init_command(self, server_binary: Path, basedir: Path | None, datadir: Path) -> list[str]:
+    def init_command(self, server_binary: Path, basedir: Path | None, datadir: Path, tmpdir: Path) -> list[str]:
+        # A private tmpdir: a server that starts deletes every `#sql*` file in its tmpdir, which
+        # would include the temporary tables of another claimlab's bootstrap sharing /tmp.
         if self.vendor == "mariadb":
             installer = shutil.which("mariadb-install-db") or shutil.which("mysql_install_db")
             if not installer:
                 raise TargetUnavailable("mariadb-install-db not found: install it with "
                                         "`apt-get install mariadb-server`")
             return [installer, "--no-defaults", f"--datadir={datadir}", "--user=root",
-                    "--auth-root-authentication-method=normal", "--skip-test-db"]
+                    "--auth-root-authentication-method=normal", "--skip-test-db", f"--tmpdir={tmpdir}"]
         return [str(server_binary), "--no-defaults", "--initialize-insecure", f"--basedir={basedir}",
-                f"--datadir={datadir}", "--user=root"]
+                f"--datadir={datadir}", f"--tmpdir={tmpdir}", "--user=root"]
 
 
 def parse_version(text: str) -> tuple[int, int, int]:
@@ -288,6 +292,11 @@ class Server:
         except mysql.connector.Error as exc:
             raise ServerGone(f"target {self.target.name}: cannot connect: {exc.msg}") from None
 
+    def lost(self, exc: mysql.connector.Error) -> bool:
+        """Whether a failed statement means the server went away (retry on a new process), not
+        that the statement itself was wrong."""
+        return not self.alive() or exc.errno in LOST_CONNECTION_ERRNOS
+
     def facts(self) -> ServerFacts:
         conn = self.connect()
         try:
@@ -296,6 +305,11 @@ class Server:
             version = cur.fetchone()[0]
             cur.execute("SHOW GLOBAL VARIABLES")
             variables = {str(k): str(v) for k, v in cur.fetchall()}
+        except mysql.connector.Error as exc:
+            if self.lost(exc):
+                raise ServerGone(f"target {self.target.name}: server went away while reading its "
+                                 f"variables: {exc.msg}") from None
+            raise
         finally:
             conn.close()
         return ServerFacts(version=version, variables=variables,
@@ -335,6 +349,7 @@ class LocalServer(Server):
         self.error_log = home / "error.log"
         self.password_file = home / "root.password"
         self.pid_file = home / "server.pid"
+        self.tmpdir = home / "tmp"   # private: see Flavor.init_command
         self.proc: subprocess.Popen | None = None
         self.port: int | None = None
         self.sockdir: str | None = None
@@ -343,6 +358,7 @@ class LocalServer(Server):
     # -- lifecycle -------------------------------------------------------------------------
     def start(self) -> "LocalServer":
         self.home.mkdir(parents=True, exist_ok=True)
+        self.tmpdir.mkdir(exist_ok=True)
         fresh = not (self.datadir / "mysql").is_dir()
         if fresh:
             self._initialise()
@@ -393,7 +409,7 @@ class LocalServer(Server):
     def _option_file(self) -> str:
         lines = ["[mysqld]", f"datadir={self.datadir}", f"socket={self._socket_path()}",
                  f"port={self.port}", "bind-address=127.0.0.1", f"log-error={self.error_log}",
-                 f"pid-file={self.home / 'mysqld.pid'}", "skip-name-resolve"]
+                 f"pid-file={self.home / 'mysqld.pid'}", f"tmpdir={self.tmpdir}", "skip-name-resolve"]
         if self.basedir:
             lines.append(f"basedir={self.basedir}")
         if self.flavor.vendor == "mysql" and self.flavor.version >= (8, 0, 0):
@@ -402,15 +418,21 @@ class LocalServer(Server):
         return "\n".join(lines) + "\n"
 
     def _initialise(self) -> None:
-        if self.datadir.exists():
-            shutil.rmtree(self.datadir)
-        cmd = self.flavor.init_command(self.binary, self.basedir, self.datadir)
-        if self.flavor.vendor == "mysql":
-            self.datadir.parent.mkdir(parents=True, exist_ok=True)
+        """All or nothing: initialise beside the data directory and rename it into place, so a
+        failed or killed initialisation never leaves a half-made system schema that a later start
+        would take for a good one (MariaDB starts on it, without grant tables)."""
+        partial = self.home / "data.partial"
+        for path in (self.datadir, partial):
+            if path.exists():
+                shutil.rmtree(path)
+        cmd = self.flavor.init_command(self.binary, self.basedir, partial, self.tmpdir)
         result = subprocess.run(cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL)
         if result.returncode != 0:
-            tail = _tail((result.stdout + result.stderr).splitlines())
+            errors = [ln for ln in (result.stdout + result.stderr).splitlines() if "ERROR" in ln]
+            tail = _tail(errors or (result.stdout + result.stderr).splitlines())
+            shutil.rmtree(partial, ignore_errors=True)
             raise ServerStartError(f"target {self.target.name}: initialising {self.datadir} failed: {tail}")
+        partial.rename(self.datadir)
         self.password_file.unlink(missing_ok=True)
 
     def _wait_ready(self, timeout: float, fresh: bool, log_start: int) -> None:

@@ -113,7 +113,7 @@ class Workload:
 
 
 def _sql_error(workload: Workload, server, exc: mysql.connector.Error, phase: str) -> Exception:
-    if not server.alive() or exc.errno in (2006, 2013, 2055):
+    if server.lost(exc):
         return ServerGone(f"workload {workload.name}: server went away while {phase}: {exc.msg}")
     return WorkloadError(f"workload {workload.name}: {phase} failed: {exc.msg}")
 

@@ -1,10 +1,14 @@
 """Per-operation costs and the contention guard, on real MariaDB."""
 
+import signal
 import subprocess
 import sys
 import time
 
-from claimlab import params, runner, stats
+import pytest
+
+from claimlab import accounting, params, runner, stats
+from claimlab.errors import ServerGone
 from claimlab.store import read_jsonl, read_results
 
 EXP = """
@@ -42,6 +46,8 @@ def test_costs_per_row_show_the_binlog_mechanism(tmp_path, write_params, mariadb
         results[results["metric"] == "server_cpu_system_s"]["value"].to_numpy()
     assert cpu.sum() > 0
     assert (results[results["metric"] == "client_cpu_s"]["value"] >= 0).all()
+    # threads waiting on fsync switch out: summed over all server threads, not just the main one
+    assert results[results["metric"] == "server_ctx_voluntary"]["value"].sum() > 0
     assert len(results[results["metric"] == "client_cpu_s"]) == 8
 
 
@@ -69,3 +75,15 @@ def test_a_disk_writer_next_door_is_flagged_and_kept(tmp_path, write_params, mar
     kept = stats.cost_table(results, n_boot=100)
     dropped = stats.cost_table(results, n_boot=100, include_contention=False)
     assert len(kept) > 0 and len(dropped) == 0 and (kept["contention"] == "included").all()
+
+
+def test_a_server_killed_between_snapshots_is_server_gone(server):
+    """The runner retries on ServerGone only: a dead server seen by the status snapshot must be
+    that, not a raw connector error that ends the run (seen when a kill landed between iterations)."""
+    meter = accounting.Meter(server)
+    meter.start()
+    server.proc.send_signal(signal.SIGKILL)
+    server.proc.wait()
+    with pytest.raises(ServerGone, match="status counters"):
+        meter.stop()
+    meter.close()

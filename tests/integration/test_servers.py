@@ -58,3 +58,31 @@ def test_settings_that_did_not_take_are_caught(server):
     facts = server.facts()
     with pytest.raises(ServerStartError, match="log_bin requested ON, server reports OFF"):
         verify_settings(ServerOptions(log_bin=True), facts, "default")
+
+
+def test_each_server_has_a_private_tmpdir(launcher, default_target):
+    """A starting server deletes every `#sql*` file in its tmpdir: sharing /tmp with another
+    claimlab's bootstrap once cut that bootstrap's system schema short."""
+    with launcher.server(default_target, ServerOptions()).start() as a, \
+            launcher.server(default_target, ServerOptions(extra=(("max_connections", "50"),))).start() as b:
+        dirs = [query(s, "SELECT @@tmpdir")[0][0] for s in (a, b)]
+    assert dirs[0] != dirs[1]
+    assert all(d.startswith(str(launcher.workdir)) for d in dirs)
+
+
+def test_failed_initialisation_leaves_no_data_directory(launcher, default_target, tmp_path, monkeypatch):
+    """A half-made system schema must never be started as if it were whole (retries and resumes
+    reuse data directories)."""
+    fake = tmp_path / "bin" / "mariadb-install-db"
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\nfor a in \"$@\"; do case $a in --datadir=*) d=${a#--datadir=};; esac; done\n"
+                    "mkdir -p \"$d/mysql\" && touch \"$d/mysql/db.frm\"\necho 'ERROR: 1051 planted' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    srv = launcher.server(default_target, ServerOptions())
+    monkeypatch.setenv("PATH", f"{fake.parent}:{os.environ['PATH']}")
+    with pytest.raises(ServerStartError, match="initialising .* failed: ERROR: 1051 planted"):
+        srv.start()
+    assert not srv.datadir.exists() and not (srv.home / "data.partial").exists()
+    monkeypatch.undo()
+    with srv.start():        # the real installer: a whole system schema this time
+        assert query(srv, "SELECT COUNT(*) FROM mysql.func") == [(0,)]
