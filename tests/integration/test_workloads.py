@@ -67,7 +67,8 @@ def test_sysbench_sets_names_and_reports(launcher, default_target, tmp_path):
     log = tmp_path / "general.log"
     options = ServerOptions(extra=(("general_log", "1"), ("general_log_file", str(log))))
     with launcher.server(default_target, options).start() as srv:
-        w = wl.Sysbench(name="oltp", test="oltp_point_select", table_size=200, time=1, threads=2,
+        # time=2: with time=1 sysbench may end before its first 1 s interval line is printed
+        w = wl.Sysbench(name="oltp", test="oltp_point_select", table_size=200, time=2, threads=2,
                         ps_mode="disable", charset="latin1", schema_charset="utf8mb4")
         (m,) = _measure(w, srv, n=1)
         values = _metrics(m)
