@@ -11,6 +11,7 @@ import datetime as dt
 import html
 import json
 import os
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
@@ -177,14 +178,23 @@ def scrub(paths: Iterable[Path], secrets: list[str]) -> list[Path]:
 
 def execute(notebook: str, out_dir: Path, parameters: dict, root: Path) -> Path:
     import papermill as pm
+    from jupyter_client.manager import KernelManager
     out_dir.mkdir(parents=True, exist_ok=True)
     output = out_dir / notebook
     source = root / "notebooks" / notebook
     declared = pm.inspect_notebook(str(source))
     parameters = {k: v for k, v in parameters.items() if k in declared}   # e.g. cpu_evidence: C2, C4 only
-    pm.execute_notebook(str(source), str(output), parameters=parameters,
-                        cwd=str(root / "notebooks"), kernel_name="python3", progress_bar=False,
-                        log_output=False, request_save_on_cell_execute=False)
+    # The kernel talks over Unix sockets in a private directory, not loopback TCP: nothing else
+    # on the machine can reach it, and ipykernel has no "unencrypted TCP" warning to print.
+    with tempfile.TemporaryDirectory(prefix="claimlab-kernel-") as sockets:
+        km = KernelManager(kernel_name="python3", transport="ipc", ip=os.path.join(sockets, "kernel"))
+        try:
+            pm.execute_notebook(str(source), str(output), parameters=parameters, km=km,
+                                cwd=str(root / "notebooks"), kernel_name="python3", progress_bar=False,
+                                log_output=False, request_save_on_cell_execute=False)
+        finally:
+            if km.has_kernel:
+                km.shutdown_kernel(now=True)
     return output
 
 
