@@ -94,6 +94,8 @@ def run(exp: Experiment, *, data_root: Path | None = None, work_root: Path | Non
     runnable = [c for c in conds if c.target not in skipped]
     if not runnable:
         raise TargetUnavailable("; ".join(skipped.values()))
+    for workload in {w.name: w for c in runnable for w in c.workloads}.values():
+        workload.check_tools()
     for line in external_plan(exp, runnable):
         (log or (lambda _: None))(line)
     factors = [f.name for f in exp.factors]

@@ -64,6 +64,10 @@ class Workload:
         key = repr([(f, getattr(self, f)) for f in self.load_fields] + [self.kind])
         return f"claimlab_{self.name}_{hashlib.sha256(key.encode()).hexdigest()[:8]}"
 
+    def check_tools(self) -> None:
+        """Raise WorkloadError if a program this workload runs is missing: checked before a run
+        starts any server, so a missing tool costs nothing."""
+
     # -- load phase ------------------------------------------------------------------------
     def prepare(self, server) -> None:
         conn = server.connect()
@@ -301,6 +305,12 @@ class Sysbench(Workload):
                 raise ValueError(f"{name}: {value!r} is not a charset/collation name")
         if self.collation and not self.charset:
             raise ValueError("collation: needs `charset` too")
+
+    def check_tools(self) -> None:
+        try:
+            sysbench_binary()
+        except WorkloadError as exc:
+            raise WorkloadError(f"workload {self.name}: {exc}") from None
 
     def schema_options(self) -> str:
         if not self.schema_charset:

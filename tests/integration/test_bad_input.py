@@ -53,3 +53,22 @@ def test_debug_shows_the_traceback(tmp_path):
     path.write_text((FIXTURES / "bad_params" / "07_zero_repetitions.yaml").read_text())
     result = run_cli("--debug", "validate", str(path))
     assert result.returncode != 0 and "Traceback" in result.stderr
+
+
+def test_missing_sysbench_is_one_line_before_any_server_starts(tmp_path, write_params, mariadbd):
+    path = write_params("""
+claim: C1
+targets:
+  default: {kind: mariadb}
+workloads:
+  oltp: {kind: sysbench, test: oltp_point_select, table_size: 100, time: 1}
+design: {repetitions: 1, warmup: 0, iterations: 1}
+""")
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    result = run_cli("run", str(path), "--no-progress", "--data", str(tmp_path / "raw"),
+                     "--work", str(tmp_path / "work"), env={"PATH": str(empty)})
+    assert result.returncode == 1, result.stderr
+    assert result.stderr == ("claimlab: error: workload oltp: sysbench not found: install it with "
+                             "`apt-get install sysbench` (or run `make setup` as root)\n")
+    assert not (tmp_path / "raw").exists() and not (tmp_path / "work").exists()
