@@ -29,6 +29,7 @@ from . import workloads as wl
 from .errors import ConfigError
 from .schema import LEVEL_RE, NAME_RE, Fields, check_name
 from .servers import ServerOptions, TargetSpec
+from .stopping import StopRule
 
 PROFILES = ("smoke", "quick", "full")
 _DESIGN_KEYS = ("repetitions", "warmup", "iterations", "seed", "fresh_datadir", "max_attempts",
@@ -50,16 +51,6 @@ class Factor:
 
 
 @dataclass(frozen=True)
-class Sequential:
-    """Ask the statistics after each block whether the claim is decided (see stats.should_stop)."""
-
-    target_rel_width: float = 0.10
-    min_blocks: int = 3
-    max_blocks: int = 20
-    alpha: float = 0.05
-
-
-@dataclass(frozen=True)
 class Design:
     repetitions: int = 3          # server processes per condition (the upper level of the data)
     warmup: int = 1               # unrecorded iterations after each start
@@ -68,7 +59,7 @@ class Design:
     fresh_datadir: bool = False   # re-initialise the data directory for every repetition
     max_attempts: int = 3         # tries per repetition when the server dies or a workload fails
     target: str | None = None     # the target when no factor picks one
-    sequential: Sequential | None = None
+    sequential: StopRule | None = None   # ask the statistics after each block (stats.should_stop)
 
 
 @dataclass(frozen=True)
@@ -210,14 +201,14 @@ def design_from_fields(f: Fields, base: Design, targets: dict) -> Design:
             values["sequential"] = None
         else:
             s = f.sub("sequential")
-            seq = Sequential(target_rel_width=s.number("target_rel_width", 0.10, minimum=0.001),
-                             min_blocks=s.positive_int("min_blocks", 3, minimum=2),
-                             max_blocks=s.positive_int("max_blocks", 20, minimum=2),
-                             alpha=s.number("alpha", 0.05, minimum=0.0001))
+            given = {name: s.get(name, (int, float) if name in ("alpha", "target_rel_width") else int)
+                     for name in StopRule.__dataclass_fields__}
             s.done()
-            if seq.min_blocks > seq.max_blocks:
-                raise s.error("min_blocks", "must not exceed max_blocks")
-            values["sequential"] = seq
+            try:
+                values["sequential"] = StopRule(**{k: v for k, v in given.items() if v is not None})
+            except ValueError as exc:   # the rule's own checks, e.g. "alpha must lie in (0, 0.5)"
+                field = str(exc).split()[0]
+                raise (s.error(field, str(exc)) if field in given else f.error("sequential", str(exc))) from None
     f.done()
     return replace(base, **values)
 

@@ -23,6 +23,7 @@ from .design import Condition, Unit, conditions, schedule, unit_seed
 from .errors import ClaimlabError, ServerGone, ServerStartError, TargetUnavailable
 from .params import Experiment
 from .servers import ExternalServer, Launcher, ServerFacts, ServerOptions, check_available
+from .stopping import StopRule
 from .store import RunStore, find_run, now, project_root, raw_root, read_results
 from .workloads import Measurement
 
@@ -286,7 +287,6 @@ def stop_rule(manifest: dict):
     seq = (manifest.get("design") or {}).get("sequential")
     if not seq:
         return None
-    from .stats import StopRule
     return StopRule(**seq)
 
 

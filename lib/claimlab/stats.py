@@ -45,6 +45,7 @@ from scipy import stats as sps
 
 from claimlab.claims import Claim, Comparison
 from claimlab.errors import DataError
+from claimlab.stopping import StopRule
 
 REQUIRED_COLUMNS = (
     "run_id",
@@ -1067,48 +1068,6 @@ def _warmup(rows: pd.DataFrame) -> dict[str, Any]:
 _BOUNDARY_PATHS = 200_000
 _BOUNDARY_CHUNK = 20_000
 _BOUNDARY_SEED = 20261122
-_MAX_LOOKS = 100
-
-
-@dataclass(frozen=True)
-class StopRule:
-    """When the runner may stop adding blocks: decided, or precise enough, or at the cap.
-
-    After each complete block (from `min_blocks` on) every comparison of the claim is looked
-    at through its repeated confidence interval (see `sequential_look`). A comparison is done
-    when that interval decides it (see `judge`) or is narrower than `target_rel_width`
-    (high / low - 1). The run stops when every comparison is done, or at `max_blocks`.
-
-    Error rates: decisions read off repeated confidence intervals keep `alpha` under any
-    stopping (Jennison & Turnbull 1989). The final analysis uses `sequential_alpha`, the level
-    the looks left (Lan & DeMets 1983), which is exact when the stopping time says nothing
-    about the effect. Precision stops depend on the spread only, and because O'Brien-Fleming
-    intervals are wide early, they come late, where the spread is well estimated; the
-    simulated A/A rate stays near `alpha` (tests/unit/test_stats.py). Measuring the width with
-    fixed-sample critical values instead stops on luckily small spreads and inflated that rate
-    to about 7.5% in the same simulation, which is why the repeated interval is used.
-    """
-
-    target_rel_width: float = 0.05
-    min_blocks: int = 3
-    max_blocks: int = 20
-    alpha: float = 0.05
-
-    def __post_init__(self) -> None:
-        if not 0 < self.alpha < 0.5:
-            raise ValueError("alpha must lie in (0, 0.5)")
-        if not self.target_rel_width > 0:
-            raise ValueError("target_rel_width must be > 0")
-        if not 2 <= self.min_blocks <= self.max_blocks:
-            raise ValueError("need 2 <= min_blocks <= max_blocks")
-        if self.max_blocks - self.min_blocks + 1 > _MAX_LOOKS:
-            raise ValueError(f"at most {_MAX_LOOKS} looks (max_blocks - min_blocks + 1)")
-
-    def describe(self) -> str:
-        return (f"O'Brien-Fleming alpha spending, alpha {self.alpha:g}, blocks "
-                f"{self.min_blocks}-{self.max_blocks}, target width {self.target_rel_width:.0%}")
-
-
 @dataclass(frozen=True)
 class StopDecision:
     """What `should_stop` tells the runner, with the reason to log."""
