@@ -54,6 +54,9 @@ def observations(results: pd.DataFrame, metrics: list[str] | None = None) -> plt
     return fig
 
 
+_RATIO_TICKS = (0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 3.0, 5.0, 10.0)
+
+
 def effects(table: pd.DataFrame, title: str = "") -> plt.Figure:
     """Forest plot: each comparison's ratio with its interval, and the published ratio beside it."""
     rows = table.reset_index(drop=True)
@@ -75,14 +78,17 @@ def effects(table: pd.DataFrame, title: str = "") -> plt.Figure:
     ax.set_yticks(range(len(rows)), labels)
     ax.invert_yaxis()
     ax.set_xscale("log")
+    low, high = ax.get_xlim()
+    # Labelled ticks at round ratios only: matplotlib's minor log labels collide (0.70.80.9).
+    ax.xaxis.set_major_locator(ticker.FixedLocator([t for t in _RATIO_TICKS if low <= t <= high] or [1.0]))
     ax.xaxis.set_major_formatter(ticker.FormatStrFormatter("%g"))
-    ax.xaxis.set_minor_formatter(ticker.FormatStrFormatter("%g"))
+    ax.xaxis.set_minor_formatter(ticker.NullFormatter())
     ax.set_xlabel("ratio treatment / baseline (log scale; 1 = no effect)")
     ax.set_title(title or "Effects with 95% intervals, and the published values")
     handles, names = ax.get_legend_handles_labels()
-    if handles:
-        ax.legend(loc="lower right", fontsize=8)
-    fig.tight_layout()
+    if handles:   # below the axes, where it cannot hide a marker
+        fig.legend(handles, names, loc="lower center", ncol=len(handles), fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0.06 if handles else 0, 1, 1))
     return fig
 
 
