@@ -21,9 +21,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import mysql.connector
-
-from .errors import ServerGone
 from .workloads import Metric
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
@@ -170,15 +167,10 @@ def machine_metrics(before: MachineSample, after: MachineSample) -> list[Metric]
 
 
 def server_status(server, conn) -> dict[str, float]:
-    try:
+    with server.answering("reading its status counters"):
         cur = conn.cursor()
         cur.execute("SHOW GLOBAL STATUS")
         rows = cur.fetchall()
-    except mysql.connector.Error as exc:
-        if server.lost(exc):
-            raise ServerGone(f"target {server.target.name}: server went away while reading its "
-                             f"status counters: {exc.msg}") from None
-        raise
     values = {}
     for name, value in rows:
         if name in STATUS_COUNTERS:

@@ -201,8 +201,8 @@ def design_from_fields(f: Fields, base: Design, targets: dict) -> Design:
             values["sequential"] = None
         else:
             s = f.sub("sequential")
-            given = {name: s.get(name, (int, float) if name in ("alpha", "target_rel_width") else int)
-                     for name in StopRule.__dataclass_fields__}
+            given = {name: s.get(name, (int, float) if field.type == "float" else int)
+                     for name, field in StopRule.__dataclass_fields__.items()}
             s.done()
             try:
                 values["sequential"] = StopRule(**{k: v for k, v in given.items() if v is not None})

@@ -11,6 +11,7 @@ Version differences (how to turn the binlog on or off, how to initialise a data 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import ipaddress
 import os
@@ -26,7 +27,7 @@ import time
 import urllib.request
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import mysql.connector
 
@@ -297,19 +298,27 @@ class Server:
         that the statement itself was wrong."""
         return not self.alive() or exc.errno in LOST_CONNECTION_ERRNOS
 
+    @contextlib.contextmanager
+    def answering(self, doing: str) -> Iterator[None]:
+        """Statements inside fail as ServerGone when the server went away (the runner retries
+        those on a new process); any other connector error passes unchanged."""
+        try:
+            yield
+        except mysql.connector.Error as exc:
+            if self.lost(exc):
+                raise ServerGone(f"target {self.target.name}: server went away while {doing}: "
+                                 f"{exc.msg}") from None
+            raise
+
     def facts(self) -> ServerFacts:
         conn = self.connect()
         try:
-            cur = conn.cursor()
-            cur.execute("SELECT VERSION()")
-            version = cur.fetchone()[0]
-            cur.execute("SHOW GLOBAL VARIABLES")
-            variables = {str(k): str(v) for k, v in cur.fetchall()}
-        except mysql.connector.Error as exc:
-            if self.lost(exc):
-                raise ServerGone(f"target {self.target.name}: server went away while reading its "
-                                 f"variables: {exc.msg}") from None
-            raise
+            with self.answering("reading its variables"):
+                cur = conn.cursor()
+                cur.execute("SELECT VERSION()")
+                version = cur.fetchone()[0]
+                cur.execute("SHOW GLOBAL VARIABLES")
+                variables = {str(k): str(v) for k, v in cur.fetchall()}
         finally:
             conn.close()
         return ServerFacts(version=version, variables=variables,
