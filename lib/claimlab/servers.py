@@ -40,6 +40,7 @@ _OPTION_NAME = re.compile(r"^[a-z][a-z0-9_\-]*$")
 _SIZE = re.compile(r"^[0-9]+[KMGkmg]?$")
 READY_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 60.0
+SOCKET_DIR_PREFIX = "claimlab-"   # private socket directories under the system tmp
 # CR_SERVER_GONE_ERROR, CR_SERVER_LOST, CR_SERVER_LOST_EXTENDED: the connection died, not the query.
 LOST_CONNECTION_ERRNOS = (2006, 2013, 2055)
 # Variables that differ between two starts of the same configuration and say nothing about it.
@@ -372,7 +373,7 @@ class LocalServer(Server):
         if fresh:
             self._initialise()
         # Unix sockets have a 108-byte path limit: keep the socket in a short private directory.
-        self.sockdir = tempfile.mkdtemp(prefix="claimlab-")
+        self.sockdir = tempfile.mkdtemp(prefix=SOCKET_DIR_PREFIX)
         for attempt in range(3):
             self.port = _free_port()
             cnf = self.home / "my.cnf"

@@ -182,10 +182,15 @@ def test_crash_of_claimlab_leaves_a_resumable_run_and_its_server_is_reaped(tmp_p
         proc.kill()
     orphans = [p for p in _server_pids(run_dir) if pid_alive(p)]
     assert orphans, "expected the server of the killed run to be left running"
+    sockdirs = [Path(line.removeprefix("socket=")).parent
+                for cnf in (tmp_path / "work" / run_dir.name).glob("*/my.cnf")
+                for line in cnf.read_text().splitlines() if line.startswith("socket=")]
+    assert any(d.is_dir() for d in sockdirs), "the orphan's socket directory is outside the run directory"
     result = run_cli("run", str(path), "--data", str(tmp_path / "raw"), "--work", str(tmp_path / "work"),
                      "--no-progress", "--resume", run_dir.name)
     assert result.returncode == 0, result.stderr
     assert not any(pid_alive(p) for p in orphans)
+    assert not any(d.exists() for d in sockdirs), "the reaper leaves no socket directory behind"
     assert any(e["event"] == "reaped_stale_servers" for e in _events(run_dir))
     _assert_one_row_per_measurement(read_results(run_dir), 12)
     assert not any(pid_alive(p) for p in _server_pids(run_dir))

@@ -6,7 +6,6 @@ import json
 import re
 import secrets
 import shutil
-import tempfile
 from pathlib import Path
 
 import nbformat
@@ -81,15 +80,14 @@ def test_summary_notebook_runs_from_shipped_data(tmp_path):
     assert (tmp_path / "figures" / "summary" / "forest.png").exists()
 
 
-def _browser():
+def _browser(profile_dir: Path):
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
     options = webdriver.ChromeOptions()
     options.binary_location = shutil.which("chromium") or "/usr/bin/chromium"
     for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 f"--user-data-dir={tempfile.mkdtemp(prefix='claimlab-chromium-')}",
-                 "--window-size=1280,2000"):
+                 f"--user-data-dir={profile_dir}", "--window-size=1280,2000"):
         options.add_argument(flag)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     driver_path = shutil.which("chromedriver") or "/usr/bin/chromedriver"
@@ -99,9 +97,9 @@ def _browser():
 @pytest.mark.parametrize("page, figures", [("index.html", 0), ("04_binlog_default.html", 4),
                                            ("02_collation_cost.html", 4), ("00_summary.html", 1),
                                            ("05_why_slower.html", 3)])
-def test_report_opens_in_a_real_browser(built, page, figures):
+def test_report_opens_in_a_real_browser(built, page, figures, tmp_path):
     base, _ = built
-    driver = _browser()
+    driver = _browser(tmp_path / "chromium-profile")
     try:
         driver.get((base / "reports" / page).as_uri())
         images = driver.execute_script(
