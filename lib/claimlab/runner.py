@@ -22,7 +22,7 @@ from . import accounting, provenance
 from .design import Condition, Unit, conditions, schedule, unit_seed
 from .errors import ClaimlabError, ServerGone, ServerStartError, TargetUnavailable
 from .params import Experiment
-from .servers import SOCKET_DIR_PREFIX, ExternalServer, Launcher, ServerFacts, ServerOptions, check_available
+from .servers import ExternalServer, Launcher, ServerFacts, ServerOptions, check_available, remove_socket_dir
 from .stopping import StopRule
 from .store import RunStore, find_run, now, project_root, raw_root, read_results
 from .workloads import Measurement
@@ -211,20 +211,10 @@ def reap_stale(work_root: Path) -> list[int]:
                 if pid and _started_with(pid, pid_file.parent / "my.cnf"):
                     _terminate(pid)
                     reaped.append(pid)
-            for cnf in run_dir.glob("*/my.cnf"):
-                _remove_socket_dir(cnf)
+            for home in (cnf.parent for cnf in run_dir.glob("*/my.cnf")):
+                remove_socket_dir(home)
             shutil.rmtree(run_dir, ignore_errors=True)
     return reaped
-
-
-def _remove_socket_dir(cnf: Path) -> None:
-    """The dead run's socket lived in a private directory outside its run directory (a socket
-    path has a 108-byte limit); remove that too, but only a directory claimlab made."""
-    for line in cnf.read_text().splitlines():
-        if line.startswith("socket="):
-            sockdir = Path(line.removeprefix("socket=")).parent
-            if sockdir.name.startswith(SOCKET_DIR_PREFIX):
-                shutil.rmtree(sockdir, ignore_errors=True)
 
 
 def _read_pid(path: Path) -> int | None:

@@ -40,7 +40,7 @@ _OPTION_NAME = re.compile(r"^[a-z][a-z0-9_\-]*$")
 _SIZE = re.compile(r"^[0-9]+[KMGkmg]?$")
 READY_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 60.0
-SOCKET_DIR_PREFIX = "claimlab-"   # private socket directories under the system tmp
+_SOCKET_DIR_PREFIX = "claimlab-"   # private socket directories under the system tmp
 # CR_SERVER_GONE_ERROR, CR_SERVER_LOST, CR_SERVER_LOST_EXTENDED: the connection died, not the query.
 LOST_CONNECTION_ERRNOS = (2006, 2013, 2055)
 # Variables that differ between two starts of the same configuration and say nothing about it.
@@ -373,7 +373,7 @@ class LocalServer(Server):
         if fresh:
             self._initialise()
         # Unix sockets have a 108-byte path limit: keep the socket in a short private directory.
-        self.sockdir = tempfile.mkdtemp(prefix=SOCKET_DIR_PREFIX)
+        self.sockdir = tempfile.mkdtemp(prefix=_SOCKET_DIR_PREFIX)
         for attempt in range(3):
             self.port = _free_port()
             cnf = self.home / "my.cnf"
@@ -438,8 +438,8 @@ class LocalServer(Server):
         cmd = self.flavor.init_command(self.binary, self.basedir, partial, self.tmpdir)
         result = subprocess.run(cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL)
         if result.returncode != 0:
-            errors = [ln for ln in (result.stdout + result.stderr).splitlines() if "ERROR" in ln]
-            tail = _tail(errors or (result.stdout + result.stderr).splitlines())
+            lines = (result.stdout + result.stderr).splitlines()
+            tail = _tail([ln for ln in lines if "ERROR" in ln] or lines)
             shutil.rmtree(partial, ignore_errors=True)
             raise ServerStartError(f"target {self.target.name}: initialising {self.datadir} failed: {tail}")
         partial.rename(self.datadir)
@@ -535,6 +535,20 @@ class ExternalServer(Server):
         except ServerGone as exc:
             raise TargetUnavailable(str(exc)) from None
         return self
+
+
+def remove_socket_dir(home: Path) -> None:
+    """For a server whose claimlab died: its socket lived in a private directory outside `home`
+    (a socket path has a 108-byte limit). Read it back from the option file `start` wrote, and
+    remove it only if it is one claimlab made."""
+    cnf = home / "my.cnf"
+    if not cnf.exists():
+        return
+    for line in cnf.read_text().splitlines():
+        if line.startswith("socket="):
+            sockdir = Path(line.removeprefix("socket=")).parent
+            if sockdir.name.startswith(_SOCKET_DIR_PREFIX):
+                shutil.rmtree(sockdir, ignore_errors=True)
 
 
 def _free_port() -> int:
