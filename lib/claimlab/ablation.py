@@ -263,7 +263,7 @@ def attribute(results: pd.DataFrame, ablation: Ablation, *, confidence: float = 
         raise DataError(f"ablation {ablation.name}: no measurements for {', '.join(missing)}")
     rng = np.random.default_rng(seed)
     slow, fast = data["slow"], data["fast"]
-    total = stats.ratio_interval(slow, fast, confidence=confidence, n_boot=n_boot, rng=rng)
+    total = stats.ratio_interval(slow, fast, confidence=confidence)
     note = "" if not total.contains(1.0) else "the total gap's interval contains 1: shares are not meaningful"
     rows = [_row("total", "(all)", "fast", "slow", total,
                  stats.Interval(1.0, 1.0, 1.0, "by definition"), data, note)]
@@ -272,8 +272,7 @@ def attribute(results: pd.DataFrame, ablation: Ablation, *, confidence: float = 
         if step.kind not in ("one", "cumulative"):
             continue
         ref = "slow" if step.kind == "one" else previous
-        ratio = stats.ratio_interval(data[ref], data[step.condition], confidence=confidence,
-                                     n_boot=n_boot, rng=rng)
+        ratio = stats.ratio_interval(data[ref], data[step.condition], confidence=confidence)
         share = share_interval(slow, data[ref], data[step.condition], fast, confidence=confidence,
                                n_boot=n_boot, rng=rng)
         rows.append(_row(step.kind, step.switched[-1], step.condition, ref, ratio, share, data, note))

@@ -81,6 +81,8 @@ class Comparison:
     only a direction). `direction` says which way the ratio moves if the claim holds; it is
     derived from the ratio when one is published. A `null` comparison predicts no difference and
     is decided against `equivalence_margin` (a ratio within 1 ± margin counts as no difference).
+    `family` names the multiplicity family whose error rate is controlled jointly (default: the
+    comparison alone); equivalence comparisons never share a family with effects.
     """
 
     name: str
@@ -95,8 +97,13 @@ class Comparison:
     published_ratio: float | None = None
     equivalence_margin: float = DEFAULT_EQUIVALENCE_MARGIN
     note: str = ""
+    family: str = ""
 
     def __post_init__(self) -> None:
+        if not self.family:
+            object.__setattr__(self, "family", self.name)
+        if not _NAME.match(self.family):
+            raise ValueError(f"family {self.family!r}: use lower_snake_case")
         if self.kind not in KINDS:
             raise ValueError(f"kind must be one of {KINDS}, not {self.kind!r}")
         if self.baseline.factors != self.treatment.factors:
@@ -145,6 +152,13 @@ class Claim:
         names = [comparison.name for comparison in self.comparisons]
         if len(set(names)) != len(names):
             raise ValueError(f"comparison names repeat: {names}")
+        kinds: dict[str, set[str]] = {}
+        for comparison in self.comparisons:
+            kinds.setdefault(comparison.family, set()).add(comparison.kind)
+        mixed = sorted(family for family, found in kinds.items() if len(found) > 1)
+        if mixed:
+            raise ValueError(f"family {', '.join(mixed)} mixes effect and null comparisons: "
+                             "equivalence is never tested in a family with effects")
 
 
 def load_claims(path: str | Path) -> dict[str, Claim]:
@@ -229,6 +243,7 @@ def _comparison(node: _Node, claim_target: str) -> Comparison:
             "equivalence_margin",
             "source_target",
             "note",
+            "family",
         ),
     )
     name = fields.string("name")
@@ -254,6 +269,7 @@ def _comparison(node: _Node, claim_target: str) -> Comparison:
         published_ratio=ratio,
         equivalence_margin=margin_node.number(),
         note=fields.string("note", ""),
+        family=fields.string("family", ""),
     )
 
 

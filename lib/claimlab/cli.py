@@ -48,12 +48,16 @@ def _parser() -> argparse.ArgumentParser:
 
     a = sub.add_parser("analyze", help="effects, intervals and verdicts for stored runs",
                        description="Analyse stored runs (no server needed) and print one line per "
-                                   "claim; --table writes the tidy table as CSV.")
+                                   "claim; runs of one claim are analysed together, runs as the top "
+                                   "level, with their between-run spread; --table writes the tidy "
+                                   "table as CSV.")
     a.add_argument("run_ids", nargs="+", metavar="RUN_ID")
     a.add_argument("--data", type=Path, metavar="DIR", help="where raw runs live (default data/raw)")
     a.add_argument("--table", type=Path, metavar="CSV", help="write the full table here")
     a.add_argument("--exclude-contention", action="store_true",
                    help="leave out measurements flagged as taken under contention")
+    a.add_argument("--normal-only", action="store_true",
+                   help="use only measurements the speed witness saw in the normal state")
     a.add_argument("--accept-modified", action="store_true",
                    help="analyse data whose checksums no longer match its manifest")
     rep = sub.add_parser("report", help="the main job: run every claim notebook and render reports/",
@@ -195,17 +199,31 @@ def cmd_analyze(args) -> int:
     import pandas as pd
 
     from . import stats
-    from .runner import stop_rule
+    from .stopping import StopRule
     from .store import find_run, raw_root, read_manifest, read_results
-    tables = []
+    by_claim: dict[str, list] = {}
     for run_id in args.run_ids:
         path = find_run(run_id, args.data or raw_root())
         df = read_results(path, accept_modified=args.accept_modified)
-        claim = _claim_for(str(df["claim"].iloc[0]) if len(df) else "")
-        table = stats.analyze(df, claim, include_contention=not args.exclude_contention,
-                              stop_rule=stop_rule(read_manifest(path)))
+        by_claim.setdefault(str(df["claim"].iloc[0]) if len(df) else "", []).append(
+            (df, StopRule.of_manifest(read_manifest(path))))
+    tables = []
+    for claim_id, runs in by_claim.items():
+        claim = _claim_for(claim_id)
+        rules = {rule for _, rule in runs}
+        if len(rules) > 1:
+            raise ClaimlabError(f"{claim_id}: the runs were designed with different stopping rules; "
+                                "analyse them separately")
+        results = pd.concat([df for df, _ in runs], ignore_index=True)
+        table = stats.analyze(results, claim, include_contention=not args.exclude_contention,
+                              normal_only=args.normal_only, stop_rule=rules.pop())
         print(stats.summary_line(table, claim))
-        tables.append(table.assign(run_id=run_id))
+        if len(runs) > 1:
+            for row in stats.run_spread(results, claim).itertuples(index=False):
+                print(f"  {row.comparison} [{row.target}] runs {row.run_estimates}; between-run sd "
+                      f"{row.between_run_sd:.3g}, within-run sd {row.within_run_sd:.3g}, "
+                      f"p(runs differ) {row.p_runs_differ:.3g}")
+        tables.append(table.assign(run_ids=" ".join(sorted(results["run_id"].astype(str).unique()))))
     if args.table:
         pd.concat(tables).to_csv(args.table, index=False)
         print(f"table written to {args.table}")

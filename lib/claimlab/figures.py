@@ -65,9 +65,8 @@ def effects(table: pd.DataFrame, title: str = "") -> plt.Figure:
     fig, ax = plt.subplots(figsize=(8, 0.55 * len(rows) + 1.6))
     for y, r in enumerate(rows.itertuples()):
         colour = _VERDICT_COLOURS.get(r.verdict, "#333333")
-        if pd.notna(r.ratio_mean):
-            ax.errorbar(r.ratio_mean, y, xerr=[[r.ratio_mean - r.ratio_mean_lo],
-                                               [r.ratio_mean_hi - r.ratio_mean]],
+        if pd.notna(r.ci_low):
+            ax.errorbar(r.estimate, y, xerr=[[r.estimate - r.ci_low], [r.ci_high - r.estimate]],
                         fmt="o", color=colour, capsize=4, label="measured (95% CI)" if y == 0 else None)
         if pd.notna(r.published_ratio):
             ax.plot(r.published_ratio, y, marker="X", color="#d95f02", markersize=9, linestyle="none",

@@ -92,8 +92,8 @@ def settings_table(run_dir: Path) -> pd.DataFrame:
 
 
 def effects_view(table: pd.DataFrame) -> pd.DataFrame:
-    cols = ["comparison", "workload", "metric", "n_reps_baseline", "n_reps_treatment", "ratio_mean",
-            "ratio_mean_lo", "ratio_mean_hi", "published_ratio", "p_holm", "verdict"]
+    cols = ["comparison", "target", "n_runs", "n_blocks", "pairing", "estimate", "ci_low", "ci_high",
+            "confidence", "published_ratio", "p_family", "flagged_share", "verdict_label"]
     return table[[c for c in cols if c in table.columns]]
 
 
@@ -108,9 +108,9 @@ def verdict_markdown(table: pd.DataFrame, claim: Claim, run_dir: Path) -> str:
         inside = ""
         if pd.notna(r.published_ratio) and pd.notna(r.published_in_ci):
             inside = " (inside the interval)" if bool(r.published_in_ci) else " (outside the interval)"
-        lines.append(f"- **{r.comparison}** ({r.workload} {r.metric}): ratio {r.ratio_mean:.3f} "
-                     f"[{r.ratio_mean_lo:.3f}, {r.ratio_mean_hi:.3f}]{published}{inside}: "
-                     f"**{r.verdict}**. {r.verdict_note}")
+        lines.append(f"- **{r.comparison}** ({r.workload} {r.metric}): ratio {r.estimate:.3f} "
+                     f"[{r.ci_low:.3f}, {r.ci_high:.3f}]{published}{inside}: "
+                     f"**{r.verdict_label}**. {r.verdict_note}")
     if m["profile"] != "full":
         lines.append(f"\n*This is the `{m['profile']}` profile: fewer and shorter runs than the "
                      "`full` profile, and far fewer than a publication would need.*")
@@ -265,14 +265,14 @@ def write_index(path: Path, built: list[Built], summary_html: Path, investigatio
     for b in built:
         s = b.summary
         for r in s["rows"]:
-            ratio = ("—" if r.get("ratio_mean") is None else
-                     f"{r['ratio_mean']:.3f} [{r['ratio_mean_lo']:.3f}, {r['ratio_mean_hi']:.3f}]")
+            ratio = ("—" if r.get("ci_low") is None else
+                     f"{r['estimate']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}]")
             published = "—" if r.get("published_ratio") is None else f"{r['published_ratio']:g}"
             rows.append(
                 f"<tr class='{html.escape(r['verdict'])}'><td><a href='{html.escape(b.html.name)}'>"
                 f"{html.escape(s['claim'])}</a></td><td>{html.escape(r['comparison'])}</td>"
                 f"<td>{html.escape(str(r.get('workload')))} {html.escape(str(r.get('metric')))}</td>"
-                f"<td>{ratio}</td><td>{published}</td><td><b>{html.escape(r['verdict'])}</b></td>"
+                f"<td>{ratio}</td><td>{published}</td><td><b>{html.escape(r['verdict_label'])}</b></td>"
                 f"<td>{html.escape(s['run_id'])} ({html.escape(s['profile'])})</td></tr>")
     first = built[0].summary if built else {}
     host = first.get("host", {})

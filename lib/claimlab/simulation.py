@@ -1,20 +1,23 @@
 """Synthetic benchmark results with a known true effect, to check that the statistics keep their promises.
 
 The noise model follows what Kalibera & Jones (2013, "Rigorous Benchmarking in Reasonable
-Time") observed on real systems: each server start settles at its own level (between-restart
-noise, the largest component), iterations scatter around it (within-restart noise), the machine
-drifts slowly over the run, and the first iteration may be a warm-up. Noise is multiplicative
-(log-normal), as timings and throughputs are. Every component has the same variance in every
-condition, so the true ratio of means, of medians and of geometric means all equal the
-multiplier given.
+Time") observed on real systems, plus what this machine showed: each server start settles at
+its own level (the largest component), iterations scatter around it, the machine drifts slowly,
+the first iteration may be a warm-up, a run (another day, another machine) may shift each
+condition's level, and the virtual CPU has a slow state that doubles timings for stretches of
+consecutive measurements (a two-state Markov chain over measurement order). Noise is
+multiplicative (log-normal), as timings and throughputs are; the true ratio of geometric means
+is the multiplier given.
 
-Conditions run in randomized complete blocks, as the runner does: block b holds repetition b
-of every condition, in a fresh random order, so drift cannot masquerade as an effect.
+Two designs, as the runner has them: **separate** (each condition its own server start per
+block, in a fresh random order within the block; v1 runs) and **paired** (one server start
+per block measures every condition, alternating in randomized order round by round, so both
+sides share the start's level and, mostly, its speed state).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,121 +28,168 @@ from claimlab.claims import Comparison, Condition
 
 @dataclass(frozen=True)
 class Noise:
-    """Log-scale noise components of a simulated benchmark (defaults: a quiet, real-looking VM)."""
+    """Log-scale noise components (defaults: a quiet, real-looking VM).
+
+    between_sd: level of a server start; interaction_sd: a condition's own deviation within a
+    shared start (paired designs; in separate designs each condition's start has its own
+    between_sd level anyway); within_sd: iteration noise; run_sd: each condition's shift in a
+    run (makes runs disagree); drift: total log change over a run; warmup: added to round 0.
+    """
 
     between_sd: float = 0.04
     within_sd: float = 0.015
     drift: float = 0.01
     warmup: float = 0.0
+    interaction_sd: float = 0.01
+    run_sd: float = 0.0
 
     def __post_init__(self) -> None:
-        if self.between_sd < 0 or self.within_sd < 0:
+        if min(self.between_sd, self.within_sd, self.interaction_sd, self.run_sd) < 0:
             raise ValueError("noise standard deviations must be >= 0")
 
 
-def simulate_log_values(
-    rng: np.random.Generator,
-    multipliers: Sequence[float],
-    *,
-    n_blocks: int,
-    n_iterations: int,
-    noise: Noise = Noise(),
-) -> tuple[np.ndarray, np.ndarray]:
-    """Log values and run order, each shaped (condition, block, iteration).
+@dataclass(frozen=True)
+class SlowState:
+    """The virtual CPU's slow state: `share` of measurements, stretches of `mean_length`
+    consecutive measurements on average, timings (and probes) multiplied by `factor`."""
 
-    `drift` is the total change of log level from the first measurement to the last;
-    `warmup` is added to the log value of iteration 0 of every repetition.
-    """
-    if n_blocks < 1 or n_iterations < 1:
-        raise ValueError("need at least one block and one iteration")
-    multipliers = np.asarray(multipliers, dtype=float)
-    n_conditions = len(multipliers)
-    order = rng.permuted(np.tile(np.arange(n_conditions), (n_blocks, 1)), axis=1)
-    slot = np.empty((n_conditions, n_blocks), dtype=int)
-    slot[order, np.arange(n_blocks)[:, None]] = np.arange(n_conditions) + n_conditions * np.arange(
-        n_blocks
-    )[:, None]
-    seq = slot[..., None] * n_iterations + np.arange(n_iterations)
-    total = n_conditions * n_blocks * n_iterations
-    logs = (
-        np.log(multipliers)[:, None, None]
-        + rng.normal(0.0, noise.between_sd, (n_conditions, n_blocks, 1))
-        + rng.normal(0.0, noise.within_sd, (n_conditions, n_blocks, n_iterations))
-        + noise.drift * seq / max(total - 1, 1)
-    )
+    share: float = 0.25
+    mean_length: float = 4.0
+    factor: float = 2.0
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.share < 1 or self.mean_length < 1 or self.factor <= 0:
+            raise ValueError("slow state needs 0 <= share < 1, mean_length >= 1, factor > 0")
+
+
+@dataclass(frozen=True, eq=False)
+class Draw:
+    """Simulated experiments, arrays shaped (sims, runs, blocks, conditions, rounds)."""
+
+    logs: np.ndarray
+    slow: np.ndarray
+    position: np.ndarray   # measurement order within the block
+    paired: bool
+
+    def block_log_ratios(self, baseline: int = 0, treatment: int = 1, *,
+                         normal_only: bool = False) -> np.ndarray:
+        """(sims, runs, blocks) log ratios, computed as `stats.block_log_ratios` does (rounds
+        paired; with `normal_only` a round goes when either side is slow, NaN when none is left)."""
+        diff = self.logs[..., treatment, :] - self.logs[..., baseline, :]
+        if not normal_only:
+            return diff.mean(-1)
+        with np.errstate(invalid="ignore"):
+            if self.paired:
+                normal = ~(self.slow[..., treatment, :] | self.slow[..., baseline, :])
+                return np.where(normal, diff, 0.0).sum(-1) / normal.sum(-1)
+            means = [np.where(~self.slow[..., side, :], self.logs[..., side, :], 0.0).sum(-1)
+                     / (~self.slow[..., side, :]).sum(-1) for side in (baseline, treatment)]
+            return means[1] - means[0]
+
+
+def draw(rng: np.random.Generator, multipliers, *, n_sims: int = 1, n_runs: int = 1,
+         n_blocks: int, n_rounds: int, noise: Noise = Noise(), paired: bool = False,
+         slow: SlowState | None = None) -> Draw:
+    """Log values of `n_sims` experiments at once (see the module docstring for the model)."""
+    if min(n_sims, n_runs, n_blocks, n_rounds) < 1:
+        raise ValueError("need at least one experiment, run, block and round")
+    mult = np.log(np.asarray(multipliers, dtype=float))
+    c = len(mult)
+    shape = (n_sims, n_runs, n_blocks, c, n_rounds)
+    slots = rng.permuted(np.broadcast_to(np.arange(c), (n_sims, n_runs, n_blocks, n_rounds, c)),
+                         axis=-1) if paired else rng.permuted(
+        np.broadcast_to(np.arange(c), (n_sims, n_runs, n_blocks, c)), axis=-1)
+    if paired:   # round i, slot k: position i * c + k
+        order = np.argsort(slots, axis=-1)   # condition -> slot
+        position = np.arange(n_rounds)[:, None] * c + order
+        position = np.moveaxis(position, -1, -2)
+        start = rng.normal(0, noise.between_sd, (n_sims, n_runs, n_blocks, 1, 1))
+        start = start + rng.normal(0, noise.interaction_sd, (n_sims, n_runs, n_blocks, c, 1))
+    else:        # condition at slot k runs rounds k * n_rounds ... as one server start
+        order = np.argsort(slots, axis=-1)
+        position = order[..., None] * n_rounds + np.arange(n_rounds)
+        start = rng.normal(0, noise.between_sd, (n_sims, n_runs, n_blocks, c, 1))
+    per_block = c * n_rounds
+    total = n_blocks * per_block
+    global_position = np.arange(n_blocks)[:, None, None] * per_block + position
+    logs = (mult[:, None] + start
+            + rng.normal(0, noise.run_sd, (n_sims, n_runs, 1, c, 1))
+            + rng.normal(0, noise.within_sd, shape)
+            + noise.drift * global_position / max(total - 1, 1))
     logs[..., 0] += noise.warmup
-    return logs, seq
+    states = np.zeros(shape, dtype=bool)
+    if slow is not None and slow.share > 0:
+        chain = _chain(rng, slow, (n_sims, n_runs, n_blocks), per_block)
+        states = np.take_along_axis(chain, position.reshape(n_sims, n_runs, n_blocks, -1),
+                                    axis=-1).reshape(shape)
+        logs = logs + states * np.log(slow.factor)
+    return Draw(logs, states, position, paired)
 
 
-def simulate_results(
-    conditions: Mapping[Condition, float],
-    *,
-    claim: str,
-    experiment: str,
-    workload: str,
-    metric: str,
-    unit: str = "s",
-    n_blocks: int = 10,
-    n_iterations: int = 5,
-    noise: Noise = Noise(),
-    base_value: float = 10.0,
-    contention_rate: float = 0.0,
-    contention_shift: float = 0.3,
-    target: str = "simulated",
-    server_version: str = "0.0.0-simulated",
-    run_id: str = "sim",
-    seed: int = 0,
-) -> pd.DataFrame:
+def _chain(rng, slow: SlowState, shape, length: int) -> np.ndarray:
+    """Two-state Markov chain over measurement order with the stationary slow share."""
+    leave = 1 / slow.mean_length
+    enter = slow.share / (1 - slow.share) * leave
+    states = np.empty((*shape, length), dtype=bool)
+    current = rng.random(shape) < slow.share
+    for step in range(length):
+        states[..., step] = current
+        u = rng.random(shape)
+        current = np.where(current, u >= leave, u < enter)
+    return states
+
+
+def simulate_results(conditions: Mapping[Condition, float], *, claim: str, experiment: str,
+                     workload: str, metric: str, unit: str = "s", n_runs: int = 1,
+                     n_blocks: int = 10, n_iterations: int = 5, noise: Noise = Noise(),
+                     paired: bool = False, slow: SlowState | None = None, probes: bool = False,
+                     probe_s: float = 0.01, base_value: float = 10.0, contention_rate: float = 0.0,
+                     contention_shift: float = 0.3, target: str = "simulated",
+                     server_version: str = "0.0.0-simulated", seed: int = 0) -> pd.DataFrame:
     """A results table shaped exactly like the runner's, with known multipliers per condition.
 
+    `probes` adds the speed witness's metrics (`probe_before_s`, `probe_after_s`, a fixed CPU
+    probe of `probe_s` with 3% jitter, multiplied by the slow factor in the slow state).
     `contention_rate` marks that share of measurements as taken on a busy machine and shifts
-    their log value by `contention_shift`, so analyses that include or exclude them differ.
+    their log value by `contention_shift`.
     """
     rng = np.random.default_rng(seed)
     keys = list(conditions)
-    logs, seq = simulate_log_values(
-        rng, [conditions[key] for key in keys], n_blocks=n_blocks, n_iterations=n_iterations,
-        noise=noise,
-    )
+    sim = draw(rng, [conditions[key] for key in keys], n_runs=n_runs, n_blocks=n_blocks,
+               n_rounds=n_iterations, noise=noise, paired=paired, slow=slow)
+    logs, states, position = sim.logs[0], sim.slow[0], sim.position[0]
     contention = rng.random(logs.shape) < contention_rate
     logs = logs + contention * contention_shift
-    index = np.indices(logs.shape).reshape(3, -1)
-    frame = pd.DataFrame(
-        {
-            "run_id": run_id,
-            "claim": claim,
-            "experiment": experiment,
-            "condition": [keys[i].label for i in index[0]],
-            "target": target,
-            "server_version": server_version,
-            "workload": workload,
-            "repetition": index[1],
-            "iteration": index[2],
-            "seq": seq.ravel(),
-            "metric": metric,
-            "value": base_value * np.exp(logs.ravel()),
-            "unit": unit,
-            "contention": contention.ravel(),
-        }
-    )
+    run, block, cond, iteration = np.indices(logs.shape).reshape(4, -1)
+    c = len(keys)
+    seq = block if paired else block * c + position[run, block, cond, 0] // n_iterations
+    order = (run * n_blocks + block) * c * n_iterations + position.reshape(-1)
+    frame = pd.DataFrame({
+        "run_id": [f"sim-{r}" for r in run], "claim": claim, "experiment": experiment,
+        "condition": [keys[i].label for i in cond], "target": target,
+        "server_version": server_version, "workload": workload, "repetition": block,
+        "iteration": iteration, "seq": seq, "attempt": 1, "metric": metric,
+        "value": base_value * np.exp(logs.ravel()), "unit": unit,
+        "contention": contention.ravel(), "_order": order,
+    })
     for factor in keys[0].factors:
-        frame[factor] = [dict(keys[i].levels)[factor] for i in index[0]]
-    start = pd.Timestamp("2026-01-01T00:00:00Z") + pd.to_timedelta(frame["seq"], unit="s")
+        frame[factor] = [dict(keys[i].levels)[factor] for i in cond]
+    start = pd.Timestamp("2026-01-01T00:00:00Z") + pd.to_timedelta(frame["_order"], unit="s")
     frame["started_at"] = start.dt.strftime("%Y-%m-%dT%H:%M:%S+00:00")
     frame["ended_at"] = (start + pd.Timedelta(seconds=1)).dt.strftime("%Y-%m-%dT%H:%M:%S+00:00")
-    return frame.sort_values("seq", ignore_index=True)
+    if probes:
+        factor = np.where(states.ravel(), slow.factor if slow else 1.0, 1.0)
+        frame = pd.concat([frame] + [
+            frame.assign(metric=name, unit="s",
+                         value=probe_s * factor * np.exp(rng.normal(0, 0.03, len(frame))))
+            for name in ("probe_before_s", "probe_after_s")], ignore_index=True)
+    return frame.sort_values(["_order", "metric"], ignore_index=True).drop(columns="_order")
 
 
-def simulate_comparison(
-    comparison: Comparison, *, true_ratio: float, claim: str, seed: int = 0, **options
-) -> pd.DataFrame:
+def simulate_comparison(comparison: Comparison, *, true_ratio: float, claim: str, seed: int = 0,
+                        **options) -> pd.DataFrame:
     """Results for the two sides of one comparison, treatment = true_ratio x baseline."""
-    return simulate_results(
-        {comparison.baseline: 1.0, comparison.treatment: true_ratio},
-        claim=claim,
-        experiment=comparison.experiment,
-        workload=comparison.workload,
-        metric=comparison.metric,
-        seed=seed,
-        **options,
-    )
+    return simulate_results({comparison.baseline: 1.0, comparison.treatment: true_ratio},
+                            claim=claim, experiment=comparison.experiment,
+                            workload=comparison.workload, metric=comparison.metric, seed=seed,
+                            **options)

@@ -1,0 +1,50 @@
+"""Statistics of claimlab: the one import the notebooks, reports and CLI use.
+
+Pure functions of the runner's tidy results table (store contract: one row per measurement and
+metric), no I/O except `stop_callback`, no plotting. One module per concern:
+
+- `observations`: the checked table, the three-level design (runs, blocks, rounds), outliers,
+  and the pairing of treatment with baseline into block log ratios;
+- `intervals`: the one estimand (ratio of geometric means), its interval and test;
+- `power`: Holm within a family, power, minimal detectable effect, units needed;
+- `verdicts`: the monotone verdict rules and their labels;
+- `speed`: the speed witness (slow-state flags from the probes);
+- `selection`: which rows make a comparison, and the exclusion policy;
+- `sequential`: group-sequential stopping on every path (`should_stop`, `stop_callback`);
+- `analysis`: the verdict table (`analyze`) and between-run spread (`run_spread`);
+- `costs`: per-operation costs; `diagnostics`: drift, warm-up, outliers.
+"""
+
+from claimlab.stopping import StopRule
+
+from .analysis import SPREAD_COLUMNS, TABLE_COLUMNS, analyze, run_spread, summary_line
+from .costs import COST_METRICS, cost_table, mean_interval, per_operation
+from .diagnostics import DRIFT_FLAG_P, Diagnostics, diagnostics
+from .intervals import Interval, LogRatio, Sample, hierarchical_draws, log_ratio, ratio_interval, run_components
+from .observations import OUTLIER_Z, REQUIRED_COLUMNS, block_log_ratios, outlier_rule, prepare
+from .power import POWER, blocks_for_margin, blocks_needed, holm, minimal_detectable_effect, paired_power
+from .selection import Policy, claim_metrics, comparison_groups
+from .sequential import (
+                    Look,
+                    StopDecision,
+                    obrien_fleming_spending,
+                    repeated_interval,
+                    sequential_alpha,
+                    sequential_look,
+                    should_stop,
+                    stop_callback,
+)
+from .speed import PROBE_METRICS, SLOW_FACTOR, flagged_share, speed_flags
+from .verdicts import VERDICTS, Verdict, target_note, verdict
+
+__all__ = [
+    "COST_METRICS", "DRIFT_FLAG_P", "OUTLIER_Z", "POWER", "PROBE_METRICS", "REQUIRED_COLUMNS",
+    "SLOW_FACTOR", "SPREAD_COLUMNS", "TABLE_COLUMNS", "VERDICTS", "Diagnostics", "Interval",
+    "Look", "LogRatio", "Policy", "Sample", "StopDecision", "StopRule", "Verdict", "analyze",
+    "block_log_ratios", "blocks_for_margin", "blocks_needed", "claim_metrics",
+    "comparison_groups", "cost_table", "diagnostics", "flagged_share", "hierarchical_draws",
+    "holm", "log_ratio", "mean_interval", "minimal_detectable_effect", "obrien_fleming_spending",
+    "outlier_rule", "paired_power", "per_operation", "prepare", "ratio_interval",
+    "repeated_interval", "run_components", "run_spread", "sequential_alpha", "sequential_look",
+    "should_stop", "stop_callback", "speed_flags", "summary_line", "target_note", "verdict",
+]

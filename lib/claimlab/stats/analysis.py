@@ -1,0 +1,224 @@
+"""The verdict table: one row per comparison and target, from one run or several.
+
+`analyze` pairs each comparison's sides in blocks (`observations`), summarizes the block log
+ratios over runs (`intervals`), sizes the interval for the claim's declared multiplicity family
+and, when the run stopped sequentially, for the level its stopping rule left (`sequential`),
+and reads the verdict off that interval (`verdicts`). `run_spread` says whether runs agree.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from claimlab.claims import Claim
+from claimlab.stopping import StopRule
+
+from .intervals import log_ratio, run_components
+from .observations import as_matrix
+from .power import POWER, blocks_for_margin, blocks_needed, holm, minimal_detectable_effect, paired_power
+from .selection import Group, Policy, comparison_groups, family_sizes
+from .sequential import sequential_alpha
+from .verdicts import VERDICTS, target_note, verdict
+
+SMALL_EFFECT = 0.05
+
+# One row per comparison and target. estimate: ratio of geometric means treatment / baseline;
+# ci_low/ci_high at `confidence` (the family's share of alpha, and the stopping rule's level);
+# p_value: paired t of ratio 1 (the interval's dual); p_family: Holm within the family;
+# n_runs/n_blocks: top-level units and blocks used; pairing: "rounds" when both sides shared
+# each server start, "blocks" otherwise, "mixed"; sd_unit: spread of the top-level units' log
+# ratios (blocks for one run, run means for several); mde: smallest relative change detectable
+# with 80% power at this size; units_needed: units for 80% power against the published ratio
+# (for a null claim: to show equivalence within the margin; without a published ratio: a 5%
+# change); flagged_share: share of measurements the speed witness saw slow (NaN: no witness).
+TABLE_COLUMNS = (
+    "claim", "comparison", "kind", "direction", "family", "family_size", "experiment",
+    "workload", "metric", "baseline", "treatment", "target", "server_version", "n_runs",
+    "n_blocks", "n_obs_baseline", "n_obs_treatment", "pairing", "estimate", "ci_low", "ci_high",
+    "confidence", "p_value", "p_family", "sd_unit", "mde", "power_published", "units_needed",
+    "published_ratio", "published_in_ci", "equivalence_margin", "flagged_share", "contention",
+    "speed_state", "verdict", "verdict_label", "verdict_note",
+)
+SPREAD_COLUMNS = ("claim", "comparison", "target", "n_runs", "run_estimates", "between_run_sd",
+                  "within_run_sd", "between_share", "p_runs_differ")
+
+
+def analyze(results: pd.DataFrame, claim: Claim, *, confidence: float = 0.95,
+            include_contention: bool = True, exclude_outliers: bool = False,
+            normal_only: bool = False, stop_rule: StopRule | None = None) -> pd.DataFrame:
+    """The verdict table of `claim` from `results` of one run or several (runs: the top level).
+
+    Rows taken under contention are kept unless `include_contention` is False; outliers are
+    listed, and dropped only with `exclude_outliers`; with `normal_only`, measurements the speed
+    witness flagged slow are left out (a round pair goes when either side is slow). The
+    interval's level is `confidence` split evenly over the members of the comparison's family
+    (Bonferroni, so the verdict is a function of the interval alone), or, when the run ended by
+    `stop_rule`, the level that rule leaves at the final look (`sequential_alpha`; with several
+    runs the smallest of their levels). `verdict_note` names every row left out and why.
+    """
+    policy = Policy(include_contention=include_contention, exclude_outliers=exclude_outliers,
+                    normal_only=normal_only)
+    groups = list(comparison_groups(results, claim, policy))
+    sizes = family_sizes(claim, groups)
+    rows = [_row(claim, group, sizes.get(group.family_key, 1), 1 - confidence, stop_rule, policy)
+            for group in groups]
+    _adjust_families(rows)
+    return pd.DataFrame(rows, columns=list(TABLE_COLUMNS))
+
+
+def run_spread(results: pd.DataFrame, claim: Claim, *, include_contention: bool = True,
+               normal_only: bool = False) -> pd.DataFrame:
+    """Between-run against within-run spread of each comparison's block log ratios.
+
+    between_run_sd and within_run_sd are log-scale standard deviations (about relative ones);
+    between_share is the between-run share of a block's variance; p_runs_differ is the one-way
+    ANOVA F test that the runs' true ratios are equal (see `intervals.run_components`).
+    """
+    policy = Policy(include_contention=include_contention, normal_only=normal_only)
+    rows = []
+    for group in comparison_groups(results, claim, policy):
+        if group.reason or group.blocks.empty:
+            continue
+        per_run = group.blocks.groupby("run_id", sort=True)["log_ratio"].mean()
+        parts = run_components(as_matrix(group.blocks))
+        rows.append({"claim": claim.id, "comparison": group.comparison.name, "target": group.target,
+                     "run_estimates": ", ".join(f"{run}: {math.exp(v):.4g}" for run, v in per_run.items()),
+                     "between_run_sd": parts["between_sd"], "within_run_sd": parts["within_sd"],
+                     "between_share": parts["between_share"], "p_runs_differ": parts["p_runs_differ"],
+                     "n_runs": parts["n_runs"]})
+    return pd.DataFrame(rows, columns=list(SPREAD_COLUMNS))
+
+
+def _row(claim: Claim, group: Group, family_size: int, alpha: float, rule: StopRule | None,
+         policy: Policy) -> dict[str, Any]:
+    comparison = group.comparison
+    row: dict[str, Any] = {
+        "claim": claim.id, "comparison": comparison.name, "kind": comparison.kind,
+        "direction": comparison.direction, "family": comparison.family,
+        "experiment": comparison.experiment, "workload": comparison.workload,
+        "metric": comparison.metric, "baseline": comparison.baseline.label,
+        "treatment": comparison.treatment.label, "target": group.target,
+        "published_ratio": comparison.published_ratio,
+        "equivalence_margin": comparison.equivalence_margin, "flagged_share": group.flagged_share,
+        "contention": "included" if policy.include_contention else "excluded",
+        "speed_state": "normal only" if policy.normal_only else "all",
+    }
+    if group.reason:
+        return {**row, "verdict": "not_tested", "verdict_label": "not tested",
+                "verdict_note": f"not tested: {group.reason}"}
+    blocks = group.blocks
+    summary = log_ratio(as_matrix(blocks))
+    n_runs, n_blocks, df = int(summary.n_runs), int(summary.n_blocks), float(summary.df)
+    extra = []
+    if rule is not None:
+        per_run = blocks.groupby("run_id")["log_ratio"].size().to_numpy()
+        alpha = float(min(sequential_alpha(rule, max(int(n), rule.min_blocks), family_size)
+                          for n in per_run))
+        extra.append(f"sequential design ({rule.describe()}): level {1 - alpha:.4f} at "
+                     f"{'/'.join(str(n) for n in per_run)} blocks")
+    else:
+        alpha = alpha / family_size
+    low, high = (float(x) for x in summary.interval(alpha))
+    pairing = ("rounds" if blocks["paired"].all() else "blocks" if not blocks["paired"].any()
+               else "mixed") if len(blocks) else ""
+    units = "runs" if n_runs >= 2 else "blocks"
+    extra.append(f"t interval over {df + 1:.0f} {units} (df {df:.0f}); "
+                 + {"rounds": "paired round by round within each server start",
+                    "blocks": "each side's geometric mean per block (separate server starts)",
+                    "mixed": "paired by rounds where both sides shared a server start",
+                    "": ""}[pairing])
+    if df < 1:
+        extra.append("fewer than two blocks: no interval; needs 2+ blocks with both sides")
+    row.update({
+        "family_size": family_size, "server_version": ", ".join(group.server_versions),
+        "n_runs": n_runs, "n_blocks": n_blocks, "n_obs_baseline": group.n_obs[0],
+        "n_obs_treatment": group.n_obs[1], "pairing": pairing,
+        "estimate": math.exp(float(summary.mean)) if n_blocks else math.nan,
+        "ci_low": low, "ci_high": high, "confidence": 1 - alpha,
+        "p_value": float(summary.p_value()),
+        "published_in_ci": None if comparison.published_ratio is None or not math.isfinite(low)
+        else bool(low <= comparison.published_ratio <= high),
+        **_power(comparison, summary, alpha),
+    })
+    decision = verdict(comparison.kind, comparison.direction, comparison.published_ratio,
+                       comparison.equivalence_margin, low, high)
+    row.update(verdict=decision.word, verdict_label=decision.label)
+    notes = [decision.reason]
+    if decision.word == "inconclusive" and math.isfinite(row["units_needed"]):
+        notes.append(_needed_note(row, comparison, units))
+    notes += [target_note(comparison.source_target, group.server_versions), *extra, *group.notes]
+    if comparison.note:
+        notes.append(f"about this comparison: {comparison.note}")
+    row["verdict_note"] = "; ".join(note for note in notes if note)
+    return row
+
+
+def _adjust_families(rows: list[dict[str, Any]]) -> None:
+    """Holm-adjust p-values within each (family, target); a member without a p-value counts as
+    p = 1 (never silently leaves the family) and every row of the family says so."""
+    families: dict[tuple, list[dict]] = {}
+    for row in rows:
+        if row["verdict"] != "not_tested":
+            families.setdefault((row["family"], row["target"]), []).append(row)
+    for (family, _), members in families.items():
+        pvalues = [row["p_value"] for row in members]
+        missing = [row["comparison"] for row, p in zip(members, pvalues) if not np.isfinite(p)]
+        adjusted = holm([p if np.isfinite(p) else 1.0 for p in pvalues])
+        for row, p in zip(members, adjusted):
+            row["p_family"] = float(p)
+            note = (f"family {family}: {len(members)} member(s), level split evenly (Bonferroni); "
+                    f"p_family is Holm's") if len(members) > 1 else ""
+            if missing:
+                note += f"; no p-value for {', '.join(missing)}: counted as p = 1"
+            if note:
+                row["verdict_note"] += "; " + note.lstrip("; ")
+
+
+def _power(comparison, summary, alpha: float) -> dict[str, float]:
+    """MDE at this size, power for the published ratio, and units needed (from the observed
+    spread of the top-level units; empty below two units)."""
+    n = int(summary.df) + 1
+    if n < 2:
+        return {"sd_unit": math.nan, "mde": math.nan, "power_published": math.nan,
+                "units_needed": math.nan}
+    sd = float(summary.se) * math.sqrt(n)
+    published = comparison.published_ratio
+    if comparison.kind == "null":
+        needed = blocks_for_margin(sd, comparison.equivalence_margin, alpha)
+    else:
+        goal = published if published is not None else 1 + SMALL_EFFECT
+        needed = blocks_needed(math.log(goal), sd, alpha)
+    return {"sd_unit": sd, "mde": minimal_detectable_effect(sd, n, alpha),
+            "power_published": math.nan if published is None
+            else paired_power(math.log(published), sd, n, alpha),
+            "units_needed": needed}
+
+
+def _needed_note(row, comparison, units: str) -> str:
+    if comparison.kind == "null":
+        goal = f"show equivalence within 1 ± {comparison.equivalence_margin:g}"
+    elif comparison.published_ratio is not None:
+        goal = f"detect the published {comparison.published_ratio:g}"
+    else:
+        goal = f"detect a {SMALL_EFFECT:.0%} change"
+    return f"about {int(row['units_needed'])} {units} would {goal} with {POWER:.0%} power"
+
+
+def summary_line(table: pd.DataFrame, claim: Claim) -> str:
+    """One line per claim for the command line: verdict counts, then each comparison."""
+    counts = table["verdict"].value_counts()
+    head = ", ".join(f"{counts.get(word, 0)} {word.replace('_', ' ')}" for word in VERDICTS)
+    parts = []
+    for row in table.itertuples(index=False):
+        if row.verdict == "not_tested":
+            parts.append(f"{row.comparison} not tested")
+            continue
+        published = "" if pd.isna(row.published_ratio) else f" vs published {row.published_ratio:g}"
+        elsewhere = " (other target than the source)" if "target differs" in row.verdict_note else ""
+        parts.append(f"{row.comparison} {row.estimate:.3g} [{row.ci_low:.3g}, {row.ci_high:.3g}]"
+                     f"{published}: {row.verdict_label}{elsewhere}")
+    return f"{claim.id} {claim.title}: {head} | " + "; ".join(parts)

@@ -1,0 +1,159 @@
+"""The measurements a comparison is made of: the checked results table, outliers, and blocks.
+
+The design the analysis assumes has three levels (Kalibera & Jones, "Rigorous Benchmarking in
+Reasonable Time", ISMM 2013, sec. 5, call them the levels of a benchmark experiment):
+
+- a **run** (`run_id`): one `claimlab run`, hours or days apart from the next, maybe on another
+  machine; the top level.
+- a **block** (`run_id`, `repetition`): one repetition index of a run. Within a block either one
+  server start measures every within-server condition (paired design: both sides share `seq`,
+  `attempt`, and `iteration` is the round, each condition measured once per round), or each
+  condition has its own server start (v1 runs, and levels that need their own server).
+- an **iteration** (round) within a server start.
+
+Treatment and baseline are paired within a block; when both sides share a server process they
+are also paired round by round. A block contributes one log ratio (see `block_log_ratios`);
+factors a comparison does not set (e.g. prepared-statement mode beside charset) are strata
+paired level by level inside the block and averaged, so no two server processes are ever
+pooled as one unit.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from claimlab.errors import DataError
+from claimlab.store import BASE_COLUMNS, TAIL_COLUMNS
+
+REQUIRED_COLUMNS = (
+    "run_id", "claim", "experiment", "condition", "target", "server_version", "workload",
+    "repetition", "iteration", "seq", "metric", "value", "unit", "contention",
+)
+OUTLIER_Z = 3.5
+CONDITION_KEYS = ("run_id", "experiment", "target", "workload", "metric", "condition")
+BLOCK_KEYS = ("run_id", "repetition")
+_DERIVED = ("robust_z", "slow")
+
+
+def factor_columns(results: pd.DataFrame) -> list[str]:
+    """The experiment's factor columns: every column the store did not define."""
+    known = set(BASE_COLUMNS) | set(TAIL_COLUMNS) | set(_DERIVED)
+    return [c for c in results.columns if c not in known and not str(c).startswith("_")]
+
+
+def prepare(results: pd.DataFrame, outlier_threshold: float = OUTLIER_Z) -> pd.DataFrame:
+    """A copy of the results with the columns the analysis works from; nothing dropped.
+
+    `_server` names the server process a row was measured in (run, target, condition,
+    repetition, attempt, seq): a repetition whose server was restarted counts once per process.
+    `_label` names a row in notes; `_usable` (finite, positive value) and `_outlier` say what
+    may be excluded.
+    """
+    missing = [column for column in REQUIRED_COLUMNS if column not in results.columns]
+    if missing:
+        raise DataError(f"results lack column(s) {', '.join(missing)}")
+    data = results.reset_index(drop=True)
+    value = pd.to_numeric(data["value"], errors="coerce")
+    data = data.assign(value=value, contention=data["contention"].astype(bool))
+    if "attempt" not in data:
+        data["attempt"] = 1
+    data["_server"] = data["run_id"].astype(str)
+    for column in ("target", "condition", "repetition", "attempt", "seq"):
+        data["_server"] += "|" + data[column].astype(str)
+    data["_usable"] = np.isfinite(value) & (value > 0)
+    data["robust_z"] = robust_z(data[data["_usable"]])
+    data["_outlier"] = data["robust_z"].abs() > outlier_threshold
+    several_runs = data["run_id"].nunique() > 1
+    data["_label"] = ((data["run_id"].astype(str) + ": " if several_runs else "") + "seq "
+                      + data["seq"].astype(str) + " iteration " + data["iteration"].astype(str)
+                      + " " + data["condition"].astype(str))
+    return data
+
+
+def robust_z(results: pd.DataFrame) -> pd.Series:
+    """Modified z-score of each log value against the rest of its server process.
+
+    An iteration is compared with the median of the other iterations of its server start: a
+    start that settled at its own level is block variance, which the analysis already carries,
+    not an outlier. Leaving the value out matters: residuals from a median that includes them
+    shrink, and the false-alarm rate at 3.5 grows from 0.05% to ~1.4% with five iterations.
+    The scale is the MAD of those residuals over the whole condition, since a handful of
+    iterations cannot give a stable MAD (modified z: Iglewicz & Hoaglin, "How to Detect and
+    Handle Outliers", 1993). Server starts with fewer than three iterations are never flagged.
+    """
+    condition = [results[key] for key in CONDITION_KEYS]
+    logs = np.log(results["value"].astype(float))
+    residual = logs.groupby([*condition, results["_server"]]).transform(_leave_one_out_residual)
+    mad = residual.abs().groupby(condition).transform("median")
+    return 0.6745 * residual / mad.where(mad > 0)
+
+
+def _leave_one_out_residual(logs: pd.Series) -> np.ndarray:
+    values = logs.to_numpy()
+    if len(values) < 3:
+        return np.full(len(values), np.nan)
+    return values - np.array([np.median(np.delete(values, i)) for i in range(len(values))])
+
+
+def outlier_rule(threshold: float = OUTLIER_Z) -> str:
+    """The outlier rule in words, as notes and diagnostics cite it (see `robust_z`)."""
+    return (f"|modified z| > {threshold:g}: log value against the median of the rest of its "
+            "server start, scaled by the condition's MAD (Iglewicz & Hoaglin 1993)")
+
+
+def block_log_ratios(base: pd.DataFrame, treat: pd.DataFrame, strata: list[str]) -> pd.DataFrame:
+    """One log ratio log(treatment) - log(baseline) per block, and how it was paired.
+
+    Within a block and stratum (a level combination of the factors the comparison does not
+    set): when both sides were measured in the same server process (same `seq` and `attempt`),
+    rounds are paired by `iteration` and the log ratios of matched rounds averaged (a round
+    with one side missing or excluded is left out, and counted); otherwise the ratio is of the
+    two sides' geometric means. The block's log ratio is the mean over its strata. Blocks with
+    one side only are left out, and counted. Columns: run_id, repetition, log_ratio, paired
+    (rounds matched in every stratum), n_pairs (matched rounds), unmatched (rounds left out).
+    """
+    keys = [*BLOCK_KEYS, *strata]
+    rounds = [*keys, "seq", "attempt", "iteration"]
+    sides = [side.assign(_log=np.log(side["value"].to_numpy(dtype=float)))
+             for side in (base, treat)]
+    b, t = (side.groupby(rounds, sort=True)["_log"].mean().rename(name)
+            for side, name in zip(sides, ("b", "t")))
+    matched = pd.concat([b, t], axis=1, join="inner")
+    paired_strata = set(matched.reset_index().groupby(keys).groups) if len(matched) else set()
+    strata_rows = []
+    for key, part in pd.concat([b, t], axis=1).reset_index().groupby(keys, sort=True):
+        has_b, has_t = part["b"].notna(), part["t"].notna()
+        if not (has_b.any() and has_t.any()):
+            strata_rows.append((*key, np.nan, False, 0, 0))
+        elif key in paired_strata:
+            both = has_b & has_t
+            diff = (part["t"] - part["b"])[both]
+            strata_rows.append((*key, diff.mean(), True, int(both.sum()),
+                                int((has_b ^ has_t).sum())))
+        else:
+            strata_rows.append((*key, _side_mean(sides[1], key, keys) - _side_mean(sides[0], key, keys),
+                                False, 0, 0))
+    frame = pd.DataFrame(strata_rows, columns=[*keys, "log_ratio", "paired", "n_pairs", "unmatched"])
+    frame = frame.dropna(subset=["log_ratio"])
+    return frame.groupby(list(BLOCK_KEYS), sort=True).agg(
+        log_ratio=("log_ratio", "mean"), paired=("paired", "all"), n_pairs=("n_pairs", "sum"),
+        unmatched=("unmatched", "sum")).reset_index()
+
+
+def _side_mean(side: pd.DataFrame, key: tuple, keys: list[str]) -> float:
+    """Mean log value of one side's rows in one block and stratum (its geometric mean, logged)."""
+    mask = np.ones(len(side), dtype=bool)
+    for column, value in zip(keys, key):
+        mask &= (side[column] == value).to_numpy()
+    return float(side.loc[mask, "_log"].mean())
+
+
+def as_matrix(blocks: pd.DataFrame) -> np.ndarray:
+    """Block log ratios as a (runs, blocks) array, NaN-padded where a run has fewer blocks."""
+    runs = [part["log_ratio"].to_numpy(dtype=float) for _, part in blocks.groupby("run_id", sort=True)]
+    width = max((len(run) for run in runs), default=0)
+    matrix = np.full((len(runs), width), np.nan)
+    for index, run in enumerate(runs):
+        matrix[index, : len(run)] = run
+    return matrix

@@ -1,0 +1,170 @@
+"""Which rows make a comparison: its sides per target, the exclusion policy, and its blocks.
+
+Nothing is dropped silently: every row left out (unusable value, outlier when asked,
+contention when asked, slow state when asked, a block with one side only) is named in the
+group's notes, which end up in the verdict note.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from claimlab.claims import Claim, Comparison
+
+from .observations import BLOCK_KEYS, OUTLIER_Z, block_log_ratios, factor_columns, outlier_rule, prepare
+from .speed import PROBE_METRICS, flagged_share, slow_mask, speed_flags, witness_note
+
+
+@dataclass(frozen=True)
+class Policy:
+    """What the analysis leaves out. Every exclusion is reported in the verdict note."""
+
+    include_contention: bool = True
+    exclude_outliers: bool = False
+    outlier_threshold: float = OUTLIER_Z
+    normal_only: bool = False   # use only measurements the speed witness saw in the normal state
+
+
+DEFAULT_POLICY = Policy()
+
+
+@dataclass(frozen=True, eq=False)
+class Group:
+    """One comparison on one target: its block log ratios, or the reason there are none."""
+
+    comparison: Comparison
+    target: str = ""
+    blocks: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(
+        columns=[*BLOCK_KEYS, "log_ratio", "paired", "n_pairs", "unmatched"]))
+    server_versions: tuple[str, ...] = ()
+    n_obs: tuple[int, int] = (0, 0)
+    flagged_share: float = math.nan
+    notes: tuple[str, ...] = ()
+    reason: str = ""
+
+    @property
+    def family_key(self) -> tuple[str, str]:
+        return self.comparison.family, self.target
+
+
+def claim_metrics(claim: Claim) -> list[str]:
+    """The metrics a claim's comparisons are about (results also hold cost counters)."""
+    return sorted({comparison.metric for comparison in claim.comparisons})
+
+
+def comparison_groups(results: pd.DataFrame, claim: Claim, policy: Policy) -> Iterator[Group]:
+    """Every comparison of the claim, per target that ran both sides, in declaration order."""
+    flags = speed_flags(results) if results["metric"].isin(PROBE_METRICS).any() else None
+    rows = results.assign(slow=flags) if flags is not None else results.assign(slow=pd.NA)
+    rows = rows[rows["metric"].isin(claim_metrics(claim))]
+    data = prepare(rows, policy.outlier_threshold)
+    strata_of = factor_columns(data)
+    for comparison in claim.comparisons:
+        yield from _groups(data, comparison, policy, strata_of)
+
+
+def family_sizes(claim: Claim, groups: list[Group]) -> dict[tuple[str, str], int]:
+    """Members of each (family, target) that could be tested there (rows of both sides exist).
+
+    A comparison whose conditions were never run on a target is not a hypothesis tested
+    there; one that ran but gives no p-value still counts (see `analyze`).
+    """
+    sizes: dict[tuple[str, str], int] = {}
+    for group in groups:
+        if not group.reason:
+            sizes[group.family_key] = sizes.get(group.family_key, 0) + 1
+    return sizes
+
+
+def _groups(data: pd.DataFrame, comparison: Comparison, policy: Policy, factors: list[str]):
+    experiment = data[data["experiment"] == comparison.experiment]
+    if experiment.empty:
+        return [Group(comparison, reason=f"no rows of experiment {comparison.experiment}")]
+    rows = experiment[(experiment["workload"] == comparison.workload)
+                      & (experiment["metric"] == comparison.metric)]
+    if rows.empty:
+        return [Group(comparison, reason=f"no {comparison.workload}/{comparison.metric} rows (present: "
+                                         f"{_present(experiment, ['workload', 'metric'])})")]
+    sides = []
+    for condition in (comparison.baseline, comparison.treatment):
+        absent = [factor for factor in condition.factors if factor not in rows.columns]
+        if absent:
+            return [Group(comparison, reason=f"factor {', '.join(absent)} absent from the results")]
+        mask = np.ones(len(rows), dtype=bool)
+        for factor, level in condition.levels:
+            mask &= (rows[factor].astype(str) == level).to_numpy()
+        sides.append(rows[mask])
+    empty = [condition.label for condition, side in
+             zip((comparison.baseline, comparison.treatment), sides) if side.empty]
+    if empty:
+        return [Group(comparison, reason=f"no rows for {' or '.join(empty)} (present: "
+                                         f"{_present(rows, comparison.baseline.factors)})")]
+    base, treat = sides
+    targets = set(base["target"]) | set(treat["target"])
+    shared = sorted(set(base["target"]) & set(treat["target"]))
+    strata = [f for f in factors if f not in comparison.baseline.factors]
+    if not shared:   # levels that pick their own target (C3's 5.7 and 8.0 servers)
+        return [_group(comparison, "+".join(sorted(targets)), base, treat, policy, [], strata)]
+    unused = sorted(targets - set(shared))
+    notes = [f"rows of {', '.join(unused)} hold one side only: not used"] if unused else []
+    return [_group(comparison, target, base[base["target"] == target],
+                   treat[treat["target"] == target], policy, notes, strata)
+            for target in shared]
+
+
+def _present(rows: pd.DataFrame, columns) -> str:
+    return "; ".join(f"{column} {', '.join(sorted(rows[column].dropna().astype(str).unique()))}"
+                     for column in columns)
+
+
+def _group(comparison, target, base, treat, policy: Policy, notes, strata) -> Group:
+    """Apply the exclusion policy to one comparison's rows on one target, and pair them in blocks."""
+    both = pd.concat([base, treat])
+
+    def listed(mask, what: str) -> str:
+        labels = both.loc[mask].sort_values(["run_id", "seq", "iteration"])["_label"]
+        return f"{len(labels)} {what}: {', '.join(labels)}" if len(labels) else ""
+
+    usable = both["_usable"]
+    busy = both["contention"] & usable
+    slow = pd.Series(slow_mask(both["slow"].astype("boolean")), index=both.index)
+    notes = list(notes) + [
+        listed(~usable, "rows without a positive value excluded"),
+        listed(both["_outlier"], f"outliers flagged ({outlier_rule(policy.outlier_threshold)}), "
+                                 + ("excluded" if policy.exclude_outliers else "kept")),
+        f"contention rows included ({int(busy.sum())} of {int(usable.sum())})"
+        if policy.include_contention else listed(busy, "contention rows excluded")
+        or "contention rows excluded (none present)",
+        witness_note(both["slow"].astype("boolean"), policy.normal_only),
+    ]
+    keep = usable & ~(both["_outlier"] & policy.exclude_outliers)
+    keep &= policy.include_contention | ~both["contention"]
+    keep &= ~(slow & policy.normal_only)
+    kept = both[keep]
+    kept_base, kept_treat = kept[kept.index.isin(base.index)], kept[kept.index.isin(treat.index)]
+    share = flagged_share(both.loc[usable, "slow"].astype("boolean"))
+    if kept_base.empty or kept_treat.empty:
+        return Group(comparison, target, flagged_share=share, notes=tuple(filter(None, notes)),
+                     reason=f"every row of one side excluded ({'; '.join(filter(None, notes))})")
+    blocks = block_log_ratios(kept_base, kept_treat, strata)
+    one_sided = _one_sided_blocks(kept_base, kept_treat)
+    if one_sided:
+        notes.append(f"{one_sided} block(s) with one side only left out")
+    unmatched = int(blocks["unmatched"].sum())
+    if unmatched:
+        notes.append(f"{unmatched} round(s) with one side missing or excluded left out of the pairing")
+    return Group(comparison, target, blocks=blocks,
+                 server_versions=tuple(sorted(kept["server_version"].astype(str).unique())),
+                 n_obs=(len(kept_base), len(kept_treat)), flagged_share=share,
+                 notes=tuple(note for note in notes if note))
+
+
+def _one_sided_blocks(base: pd.DataFrame, treat: pd.DataFrame) -> int:
+    b, t = (set(map(tuple, side[list(BLOCK_KEYS)].drop_duplicates().to_numpy()))
+            for side in (base, treat))
+    return len(b ^ t)

@@ -1,0 +1,213 @@
+"""Sequential stopping: look after every block, stop when decided or precise, keep the error rate.
+
+A group-sequential design with Lan-DeMets O'Brien-Fleming alpha spending (Lan & DeMets,
+Biometrika 1983; O'Brien & Fleming, Biometrics 1979) on the paired t of block log ratios (the
+statistic of `intervals`), and repeated confidence intervals (Jennison & Turnbull, JRSS B 1989):
+the runner may look after every block and the verdict keeps the level it promises. The rule
+itself is `claimlab.stopping.StopRule`; the runner gets `stop_callback(claim, rule)` and never
+imports this package (it only calls the function it is given with the run directory).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from scipy import stats as sps
+
+from claimlab.claims import Claim, Comparison
+from claimlab.stopping import StopRule
+
+from .intervals import Interval, LogRatio, log_ratio
+from .selection import DEFAULT_POLICY, Policy, comparison_groups, family_sizes
+from .verdicts import verdict
+
+_BOUNDARY_PATHS = 200_000
+_BOUNDARY_CHUNK = 20_000
+_BOUNDARY_SEED = 20261122
+
+
+@dataclass(frozen=True)
+class StopDecision:
+    """What `should_stop` tells the runner, with the reason to log."""
+
+    stop: bool
+    reason: str
+    blocks: int
+
+
+@dataclass(frozen=True)
+class Look:
+    """One comparison at one look: its repeated confidence interval and what it decides.
+
+    `width` is the interval's relative width, high / low - 1 (infinite while the boundary is).
+    """
+
+    blocks: int
+    interval: Interval
+    width: float
+    verdict: str
+
+    @property
+    def done(self) -> bool:
+        return self.verdict != "inconclusive"
+
+
+def sequential_alpha(rule: StopRule, blocks, family_size: int = 1):
+    """Two-sided nominal level of the final analysis when the run ends after `blocks` blocks.
+
+    Lan & DeMets let the last look spend whatever alpha the earlier looks left, so a run that
+    stops for precision or at the cap, rather than on a boundary crossing, still has its full
+    alpha in total. The family's alpha is split evenly (Bonferroni) before spending. Blocks
+    beyond the cap count as the cap. Accepts an array of block counts.
+    """
+    blocks = np.clip(np.asarray(blocks), rule.min_blocks, rule.max_blocks)
+    _, final = _boundaries(rule.min_blocks, rule.max_blocks, rule.alpha / family_size)
+    level = 2 * sps.t.sf(final[blocks - rule.min_blocks], blocks - 1)
+    return float(level) if level.ndim == 0 else level
+
+
+def repeated_interval(summary: LogRatio, rule: StopRule, family_size: int = 1):
+    """Repeated confidence interval (low, high) of the ratio at each summary's block count.
+
+    Covers the true ratio at every look simultaneously with probability 1 - alpha / family_size.
+    Vectorized over summaries (simulated experiments); NaN below two blocks.
+    """
+    interim, _ = _boundaries(rule.min_blocks, rule.max_blocks, rule.alpha / family_size)
+    blocks = np.clip(np.asarray(summary.n_blocks), rule.min_blocks, rule.max_blocks)
+    critical = np.where(np.asarray(summary.n_blocks) >= 2, interim[blocks - rule.min_blocks], np.nan)
+    with np.errstate(invalid="ignore"):
+        half = np.where(summary.se > 0, critical * summary.se, 0.0)
+    return np.exp(summary.mean - half), np.exp(summary.mean + half)
+
+
+def sequential_look(block_log_ratios: np.ndarray, comparison: Comparison, rule: StopRule,
+                    family_size: int = 1) -> Look:
+    """The look after the blocks of one run: its repeated interval and the verdict it allows."""
+    summary = log_ratio(np.atleast_2d(block_log_ratios))
+    blocks = int(summary.n_blocks)
+    if blocks < 2:
+        raise ValueError("a look needs two or more blocks")
+    low, high = (float(x) for x in repeated_interval(summary, rule, family_size))
+    interval = Interval(math.exp(float(summary.mean)), low, high, "repeated confidence interval, paired t")
+    decision = verdict(comparison.kind, comparison.direction, comparison.published_ratio,
+                       comparison.equivalence_margin, low, high)
+    width = high / low - 1 if low > 0 else math.inf
+    return Look(blocks, interval, width, decision.word)
+
+
+def should_stop(results: pd.DataFrame, claim: Claim, rule: StopRule, *,
+                policy: Policy = DEFAULT_POLICY) -> StopDecision:
+    """Whether the runner may stop after the blocks in `results` (one run; call after each block).
+
+    Stops when every comparison with data is decided by its repeated confidence interval or
+    already as narrow as `rule.target_rel_width`, or when `rule.max_blocks` is reached.
+    Skipping looks only makes the design more conservative. Analyse the stopped run with
+    `analyze(..., stop_rule=rule)` so the final level matches the design.
+    """
+    if results["run_id"].nunique() > 1:
+        raise ValueError("sequential stopping looks at one run at a time")
+    groups = list(comparison_groups(results, claim, policy))
+    sizes = family_sizes(claim, groups)
+    looks, waiting, untestable = {}, [], []
+    for group in groups:
+        name = f"{group.comparison.name}@{group.target}" if group.target else group.comparison.name
+        if group.reason:
+            untestable.append(f"{group.comparison.name}: {group.reason}")
+        elif len(group.blocks) < 2:
+            waiting.append(len(group.blocks))
+        else:
+            looks[name] = sequential_look(group.blocks["log_ratio"].to_numpy(), group.comparison,
+                                          rule, sizes[group.family_key])
+    if not looks and not waiting:
+        return StopDecision(True, "nothing to test: " + "; ".join(untestable), 0)
+    blocks = min([look.blocks for look in looks.values()] + waiting)
+    if blocks < rule.min_blocks:
+        return StopDecision(False, f"{blocks} of at least {rule.min_blocks} blocks", blocks)
+    decided = [name for name, look in looks.items() if look.done]
+    narrow = [name for name, look in looks.items()
+              if not look.done and look.width <= rule.target_rel_width]
+    open_ = sorted(set(looks) - set(decided) - set(narrow))
+    summary = "; ".join(part for part in (
+        f"decided: {', '.join(decided)}" if decided else "",
+        f"narrower than {rule.target_rel_width:.0%}: {', '.join(narrow)}" if narrow else "",
+        f"open: {', '.join(open_)}" if open_ else "",
+    ) if part)
+    if not open_:
+        return StopDecision(True, f"all comparisons done after {blocks} blocks ({summary})", blocks)
+    if blocks >= rule.max_blocks:
+        return StopDecision(True, f"cap of {rule.max_blocks} blocks reached ({summary})", blocks)
+    return StopDecision(False, f"{blocks} blocks, continuing ({summary})", blocks)
+
+
+def stop_callback(claim: Claim, rule: StopRule, policy: Policy = DEFAULT_POLICY
+                  ) -> Callable[[Path], tuple[bool, str]]:
+    """The callback the runner is handed (contract: `should_stop(run_path) -> (bool, reason)`)."""
+    from claimlab.store import read_results
+
+    def callback(run_path: Path) -> tuple[bool, str]:
+        decision = should_stop(read_results(run_path), claim, rule, policy=policy)
+        return decision.stop, decision.reason
+
+    return callback
+
+
+def obrien_fleming_spending(fraction: np.ndarray, alpha: float) -> np.ndarray:
+    """Alpha spent by information fraction t: 2 - 2 Phi(z_{1-alpha/2} / sqrt(t)) (Lan & DeMets 1983).
+
+    Almost nothing is spent early, so early looks stop only on overwhelming evidence and the
+    final look keeps nearly the fixed-sample level.
+    """
+    return 2 * sps.norm.sf(sps.norm.isf(alpha / 2) / np.sqrt(fraction))
+
+
+@functools.lru_cache(maxsize=32)
+def _boundaries(min_blocks: int, max_blocks: int, alpha: float) -> tuple[np.ndarray, np.ndarray]:
+    """Interim and final critical |t| for looks after min_blocks..max_blocks blocks.
+
+    Textbook boundaries (Armitage-McPherson-Rowe recursion) assume a known variance, which a
+    few blocks do not give. Under the null with normal block log ratios, though, the path of
+    paired t statistics depends on nothing unknown, so it is simulated (fixed seed, 200,000
+    paths) and the boundaries read off: at each look the interim boundary lets exactly the
+    alpha increment of the spending function cross, and the final boundary lets all the alpha
+    still unspent cross, for a run that ends there.
+    """
+    rng = np.random.default_rng(_BOUNDARY_SEED)
+    looks = np.arange(min_blocks, max_blocks + 1)
+    paths = np.empty((_BOUNDARY_PATHS, len(looks)), dtype=np.float32)
+    for start in range(0, _BOUNDARY_PATHS, _BOUNDARY_CHUNK):
+        draws = rng.standard_normal((_BOUNDARY_CHUNK, max_blocks))
+        paths[start:start + _BOUNDARY_CHUNK] = _paired_t_path(draws, looks)
+    spending = obrien_fleming_spending(looks / max_blocks, alpha) * _BOUNDARY_PATHS
+    alive = np.ones(_BOUNDARY_PATHS, dtype=bool)
+    crossed = 0
+    interim, final = np.empty(len(looks)), np.empty(len(looks))
+    for index in range(len(looks)):
+        ranked = -np.sort(-paths[alive, index])
+        final[index] = _exceeded_by(ranked, round(alpha * _BOUNDARY_PATHS) - crossed)
+        interim[index] = _exceeded_by(ranked, round(spending[index]) - crossed)
+        hits = alive & (paths[:, index] > interim[index])
+        crossed += int(hits.sum())
+        alive &= ~hits
+    return interim, final
+
+
+def _paired_t_path(draws: np.ndarray, looks: np.ndarray) -> np.ndarray:
+    """|one-sample t| after each look's number of blocks, for rows of null data."""
+    n = looks.astype(float)
+    mean = np.cumsum(draws, axis=1)[:, looks - 1] / n
+    squares = np.cumsum(draws**2, axis=1)[:, looks - 1]
+    variance = (squares - n * mean**2) / (n - 1)
+    return np.abs(mean) / np.sqrt(variance / n)
+
+
+def _exceeded_by(descending: np.ndarray, count: int) -> float:
+    """The value that exactly `count` of the descending values exceed (inf when none may)."""
+    if count <= 0:
+        return math.inf
+    return float(descending[count]) if count < len(descending) else 0.0

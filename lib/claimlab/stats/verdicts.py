@@ -1,0 +1,135 @@
+"""The verdict: a monotone function of the interval, the published ratio and the declared margin.
+
+Rules (ratio = treatment / baseline; [lo, hi] its interval at the family's level; m the
+comparison's `equivalence_margin`, the band "no effect" = [1 - m, 1 + m]; P the published ratio):
+
+| comparison | interval [lo, hi] | verdict | label |
+|---|---|---|---|
+| effect, claimed higher | lo > 1 + m | supported | "supported, smaller than published" (hi < P), |
+| | | | "supported, larger than published" (lo > P), "supported, as published" |
+| | | | (P inside), "supported (no published size)" (no P) |
+| effect, claimed higher | within the band, P outside | contradicted | "contradicted: no effect" |
+| effect, claimed higher | hi < 1 | contradicted | "contradicted: opposite direction" |
+| effect, claimed lower | hi < 1 - m | supported | as above; smaller than published: lo > P |
+| effect, claimed lower | within the band, P outside | contradicted | "contradicted: no effect" |
+| effect, claimed lower | lo > 1 | contradicted | "contradicted: opposite direction" |
+| effect, two-sided | lo > 1 + m or hi < 1 - m | supported | "supported: higher" / "supported: lower" |
+| effect, two-sided | within the band | contradicted | "contradicted: no effect" |
+| null (equivalence) | within the band | supported | "supported: no difference within ±5%" (m = 5%) |
+| null (equivalence) | lo > 1 + m or hi < 1 - m | contradicted | "contradicted: higher than 1.05" / "lower than 0.95" |
+| any | anything else, or no interval | inconclusive | "inconclusive", "inconclusive (smaller than |
+| | | | published)" or "(larger than published)" when P lies outside the interval |
+
+"Within the band" means 1 - m <= lo and hi <= 1 + m; where an interval is both within the band
+and below 1 the label is "no effect".
+
+Why it has this shape: each decided region is closed under narrowing (a narrower interval
+inside a supported one is supported, the same for contradicted), and the supported and
+contradicted regions never overlap. So widening an interval can only keep its verdict or make
+it inconclusive, never turn inconclusive into a decision or one decision into the other
+(tested on an exhaustive grid). That is why "supported" asks the interval to clear the whole
+band, not just 1: an interval such as [1.01, 1.04] has a widening that reaches past 1 + m
+and another that reaches below 1, so it cannot be decided either way and stay monotone; it
+is "contradicted: no effect" only in the sense of a trivial effect (Lakens, Scheel & Isager,
+"Equivalence testing for psychological research", AMPPS 2018: statistically different yet
+equivalent). A 2.5% published effect needs a margin below 2.5% to be supportable.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+VERDICTS = ("supported", "contradicted", "inconclusive", "not_tested")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The machine word, the plain label with the size relation, and the reason in words."""
+
+    word: str
+    label: str
+    reason: str
+
+    def __post_init__(self) -> None:
+        if self.word not in VERDICTS:
+            raise ValueError(f"verdict must be one of {VERDICTS}, not {self.word!r}")
+
+
+def verdict(kind: str, direction: str | None, published: float | None, margin: float,
+            low: float, high: float) -> Verdict:
+    """Decide one comparison from its interval (see the module's table of rules)."""
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return Verdict("inconclusive", "inconclusive", "no interval could be computed")
+    band_low, band_high = 1 - margin, 1 + margin
+    inside = band_low <= low and high <= band_high
+    band = f"1 ± {margin:g}"
+    if kind == "null":
+        if inside:
+            return Verdict("supported", f"supported: no difference within ±{margin:.0%}",
+                           f"the interval lies within {band}")
+        if low > band_high or high < band_low:
+            way = f"higher than {band_high:g}" if low > band_high else f"lower than {band_low:g}"
+            return Verdict("contradicted", f"contradicted: {way}",
+                           f"the interval lies entirely outside {band}")
+        return Verdict("inconclusive", "inconclusive", f"the interval is neither within nor outside {band}")
+    if direction == "two_sided":
+        if low > band_high or high < band_low:
+            way = "higher" if low > band_high else "lower"
+            return Verdict("supported", f"supported: {way}", f"the interval lies beyond {band} ({way})")
+        if inside:
+            return Verdict("contradicted", "contradicted: no effect", f"the interval lies within {band}")
+        return Verdict("inconclusive", "inconclusive", f"the interval reaches into {band}")
+    higher = direction == "higher"
+    size = _size(published, low, high, higher)
+    if (low > band_high) if higher else (high < band_low):
+        label = f"supported, {size} than published" if size else (
+            "supported, as published" if published is not None else "supported (no published size)")
+        return Verdict("supported", label, f"the interval lies beyond {band} on the claimed side "
+                       f"({direction})" + _published(published, low, high))
+    if inside and (published is None or not low <= published <= high):
+        return Verdict("contradicted", "contradicted: no effect",
+                       f"the interval lies within {band}" + _published(published, low, high))
+    if (high < 1) if higher else (low > 1):
+        return Verdict("contradicted", "contradicted: opposite direction",
+                       f"the interval excludes 1 on the side opposite the claim ({direction})")
+    label = f"inconclusive ({size} than published)" if size else "inconclusive"
+    return Verdict("inconclusive", label, f"the interval reaches into {band}"
+                   + _published(published, low, high))
+
+
+def _size(published: float | None, low: float, high: float, higher: bool) -> str:
+    """'smaller' or 'larger' when the interval excludes the published ratio, else ''."""
+    if published is None or low <= published <= high:
+        return ""
+    below = high < published
+    return "smaller" if below == higher else "larger"
+
+
+def _published(published: float | None, low: float, high: float) -> str:
+    if published is None:
+        return ""
+    where = "inside" if low <= published <= high else "outside"
+    return f"; published {published:g} lies {where} the interval"
+
+
+def target_note(source_target: str, server_versions: Iterable[str]) -> str:
+    """Say when the server measured is not the one the source measured.
+
+    A server matches when it is not MariaDB where the source says MySQL and its version starts
+    with one of the versions named in `source_target` ("MySQL 5.7 and 8.0" matches 8.0.40).
+    """
+    versions = re.findall(r"\d+\.\d+(?:\.\d+)?", source_target)
+    mysql = "mysql" in source_target.lower()
+
+    def matches(server: str) -> bool:
+        if mysql and "mariadb" in server.lower():
+            return False
+        return any(re.match(re.escape(version) + r"(?!\d)", server) for version in versions)
+
+    servers = sorted(set(server_versions))
+    if servers and all(matches(server) for server in servers):
+        return ""
+    return f"target differs: source measured {source_target}, this ran on {', '.join(servers)}"
