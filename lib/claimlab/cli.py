@@ -127,9 +127,9 @@ def _params_paths(names: list[str]) -> list[Path]:
 def cmd_run(args) -> int:
     from . import runner
     exp = params_mod.load(params_mod.find(args.params), args.profile)
-    claim = _claim_for(exp.claim) if exp.design.sequential else None
     outcome = runner.run(exp, data_root=args.data, work_root=args.work, resume=args.resume,
-                         progress=not args.no_progress and sys.stderr.isatty(), claim=claim,
+                         progress=not args.no_progress and sys.stderr.isatty(),
+                         should_stop=stopper(exp.claim) if exp.design.sequential else None,
                          log=lambda line: print(line, file=sys.stderr))
     for reason in outcome.skipped.values():
         print(f"not run: {reason}")
@@ -137,6 +137,19 @@ def cmd_run(args) -> int:
           f"{outcome.path}")
     print(f"next: claimlab analyze {outcome.run_id}")
     return 0
+
+
+def stopper(claim_id: str):
+    """The sequential-stopping callback the runner asks after each block (the runner itself
+    never imports the statistics)."""
+    from . import stats
+    from .store import read_manifest, read_results, stop_rule
+    claim = _claim_for(claim_id)
+
+    def should_stop(run_path):
+        decision = stats.should_stop(read_results(run_path), claim, stop_rule(read_manifest(run_path)))
+        return decision.stop, decision.reason
+    return should_stop
 
 
 def _claim_for(claim_id: str):
@@ -195,8 +208,7 @@ def cmd_analyze(args) -> int:
     import pandas as pd
 
     from . import stats
-    from .runner import stop_rule
-    from .store import find_run, raw_root, read_manifest, read_results
+    from .store import find_run, raw_root, read_manifest, read_results, stop_rule
     tables = []
     for run_id in args.run_ids:
         path = find_run(run_id, args.data or raw_root())
@@ -204,6 +216,9 @@ def cmd_analyze(args) -> int:
         claim = _claim_for(str(df["claim"].iloc[0]) if len(df) else "")
         table = stats.analyze(df, claim, include_contention=not args.exclude_contention,
                               stop_rule=stop_rule(read_manifest(path)))
+        state = df.attrs.get("run_state", {})
+        if not state.get("verified", True) or state.get("status") != "complete":
+            print(f"note: run {run_id} is {state.get('note')}")
         print(stats.summary_line(table, claim))
         tables.append(table.assign(run_id=run_id))
     if args.table:
@@ -354,7 +369,7 @@ def main(argv: list[str] | None = None) -> int:
     except ClaimlabError as exc:
         if args.debug:
             raise
-        from .runner import Interrupted
+        from .errors import Interrupted
         message = " | ".join(line.strip() for line in str(exc).splitlines() if line.strip())
         print(f"claimlab: error: {message}", file=sys.stderr)
         if isinstance(exc, Interrupted):
