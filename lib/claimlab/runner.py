@@ -31,7 +31,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from . import accounting, provenance, witness
+from . import accounting, datacache, provenance, witness
 from .design import Condition, Unit, conditions, round_order, schedule, unit_seed, within_factors
 from .errors import ClaimlabError, Interrupted, ServerGone, ServerStartError, SettingMismatch, TargetUnavailable
 from .params import Experiment
@@ -376,18 +376,22 @@ def _run_unit(ctx: _Context, unit: Unit) -> int:
     for k in range(design.max_attempts):
         attempt = first + k
         server = ctx.launcher.server(target, cond0.server, fresh=design.fresh_datadir and k == 0)
+        cache_key = None if design.fresh_datadir else datacache.key(
+            server, [w.schema() for c in unit.conditions for w in c.workloads])
         load_before = provenance.loadavg()
         started = now()
         phases = _Phases()
         meter = probe = None
         try:
+            from_cache = datacache.restore(server, cache_key)
             server.start()
             facts = server.facts()
             store.record_server({"seq": unit.seq, "condition": cond0.id if len(unit.conditions) == 1 else unit.cell,
                                  "cell": unit.cell, "conditions": [c.id for c in unit.conditions],
                                  "repetition": unit.repetition, "attempt": attempt, "target": cond0.target,
                                  "version": facts.version, "log_bin": facts.log_bin, "pid": server.pid,
-                                 "started_at": started, "loadavg_before": load_before},
+                                 "started_at": started, "loadavg_before": load_before,
+                                 "datadir_from_cache": from_cache},
                                 facts.stable_variables())
             verify_settings(server.options, facts, cond0.target)
             meter = accounting.Meter(server)
@@ -397,6 +401,10 @@ def _run_unit(ctx: _Context, unit: Unit) -> int:
                 stored += stored_here
             server.stop()
             phases.lap("stop_s")
+            if not from_cache and phases.totals["prepare_s"] >= datacache.MIN_LOAD_S \
+                    and datacache.save(server, cache_key):
+                store.event("datadir_cached", seq=unit.seq, key=cache_key)
+            phases.lap("cache_s")
             store.event("unit_done", seq=unit.seq, cell=unit.cell, repetition=unit.repetition,
                         attempt=attempt, loadavg_after=provenance.loadavg(), phases=phases.rounded())
             return stored
@@ -492,11 +500,12 @@ def _probe(ctx: _Context, server, typical_s: float | None) -> witness.SpeedProbe
 
 
 class _Phases:
-    """Wall time per phase of a unit (start, load, warm-up, probe, quiet check, measured, stop)."""
+    """Wall time per phase of a unit (start, load, warm-up, probe, quiet check, measured, stop,
+    saving the loaded data directory)."""
 
     def __init__(self):
         self.totals = dict.fromkeys(("start_s", "prepare_s", "warmup_s", "probe_s", "quiet_s", "measure_s",
-                                     "stop_s"), 0.0)
+                                     "stop_s", "cache_s"), 0.0)
         self._clock = time.monotonic()
 
     def lap(self, phase: str) -> None:
