@@ -408,6 +408,8 @@ def _run_unit(ctx: _Context, unit: Unit) -> int:
             store.event("unit_done", seq=unit.seq, cell=unit.cell, repetition=unit.repetition,
                         attempt=attempt, loadavg_after=provenance.loadavg(), phases=phases.rounded())
             return stored
+        except SettingMismatch:
+            raise
         except (ServerGone, ServerStartError) as exc:
             store.event("attempt_failed", seq=unit.seq, cell=unit.cell, repetition=unit.repetition,
                         attempt=attempt, reason=str(exc))
