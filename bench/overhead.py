@@ -4,9 +4,10 @@
     python bench/overhead.py --run RUN_ID..  # report on stored runs only
 
 Measured time is the sum of the measured iterations (their start/end stamps). The rest is split
-into server start (including reading back its variables), load, warm-up, the quiet check, stop,
-the gaps between measurements (resource snapshots, storing a row and its fsync) and everything
-else (planning, provenance, cleanup).
+into server start (including reading back its variables), load, warm-up, the speed probes (and
+their calibration), the quiet check, stop, saving a loaded data directory to the cache, the gaps
+between measurements (resource snapshots, storing a row and its fsync) and everything else
+(planning, provenance, cleanup). The witness's cost is also given as a share of measured time.
 All figures come from one run each: ratios within a run, not timings to compare across machines.
 """
 
@@ -15,11 +16,12 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
 
-from claimlab import params, runner
+from claimlab import params, runner, stats
 from claimlab.store import find_run, read_jsonl, read_manifest, read_results
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -40,13 +42,17 @@ def overhead(run_dir: Path) -> dict:
                            if e["event"] == "unit_done"]).sum()
     row = {"experiment": manifest["experiment"], "profile": manifest["profile"],
            "run_id": manifest["run_id"], "wall_s": wall, "measured_s": measured}
-    for phase in ("start_s", "prepare_s", "warmup_s", "quiet_s", "stop_s"):
+    for phase in PHASES:
         row[phase] = float(phases.get(phase, 0.0))
     row["gaps_s"] = float(phases.get("measure_s", 0.0)) - measured
-    row["other_s"] = wall - measured - sum(row[p] for p in ("start_s", "prepare_s", "warmup_s", "quiet_s",
-                                                            "stop_s", "gaps_s"))
+    row["other_s"] = wall - measured - sum(row[p] for p in (*PHASES, "gaps_s"))
     row["overhead_share"] = 1 - measured / wall
+    probes = df[df["metric"].isin(["probe_before_s", "probe_after_s"])]["value"].sum()
+    row["probe_share_of_measured"] = probes / measured if measured else float("nan")
     return row
+
+
+PHASES = ("start_s", "prepare_s", "warmup_s", "probe_s", "quiet_s", "stop_s", "cache_s")
 
 
 def main(argv=None) -> int:
@@ -54,21 +60,26 @@ def main(argv=None) -> int:
     ap.add_argument("--run", nargs="*", default=None, help="stored run ids to report on")
     ap.add_argument("--profile", default="quick", choices=params.PROFILES)
     ap.add_argument("--data", type=Path, help="where runs are stored (default data/raw)")
+    ap.add_argument("--target", help="run on this target (default: the params file's)")
     args = ap.parse_args(argv)
     if args.run:
         dirs = [find_run(r, args.data) for r in args.run]
     else:
         dirs = []
         for path in sorted((ROOT / "params").glob("*.yaml")):
-            outcome = runner.run(params.load(path, args.profile), data_root=args.data,
-                                 progress=sys.stderr.isatty())
+            exp = params.load(path, args.profile)
+            if args.target:
+                if args.target not in exp.targets:
+                    continue
+                exp = replace(exp, design=replace(exp.design, target=args.target))
+            outcome = runner.run(exp, data_root=args.data, progress=sys.stderr.isatty(),
+                                 should_stop=stats.stopping_for(exp))
             dirs.append(outcome.path)
     table = pd.DataFrame([overhead(d) for d in dirs])
     shares = table.assign(**{c.replace("_s", "_share"): table[c] / table["wall_s"]
-                             for c in ("start_s", "prepare_s", "warmup_s", "quiet_s", "stop_s", "gaps_s",
-                                       "other_s")})
-    cols = ["experiment", "profile", "wall_s", "measured_s", "overhead_share", "start_share",
-            "prepare_share", "warmup_share", "quiet_share", "stop_share", "gaps_share", "other_share"]
+                             for c in (*PHASES, "gaps_s", "other_s")})
+    cols = ["experiment", "profile", "wall_s", "measured_s", "overhead_share",
+            *(c.replace("_s", "_share") for c in (*PHASES, "gaps_s", "other_s")), "probe_share_of_measured"]
     print(shares[cols].to_string(index=False, float_format=lambda x: f"{x:.3f}"))
     return 0
 

@@ -206,7 +206,8 @@ def run(ablation: Ablation, *, data_root: Path | None = None, work_root: Path | 
         progress: bool = False):
     """Measure every configuration (runner.run; data/raw/<name>/<run-id>/ like any run)."""
     from . import runner
-    return runner.run(ablation.experiment(), data_root=data_root, work_root=work_root, progress=progress)
+    exp = ablation.experiment()   # a fixed design: ablations declare no sequential rule
+    return runner.run(exp, data_root=data_root, work_root=work_root, progress=progress)
 
 
 # --------------------------------------------------------------------------- attribution

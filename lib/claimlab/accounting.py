@@ -21,7 +21,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .workloads import Metric
+import mysql.connector
+
+from .store import Metric
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 SECTOR_BYTES = 512
@@ -37,7 +39,7 @@ STATUS_COUNTERS = (
 QUIET_WINDOW_S = 0.3
 MAX_OTHER_CPU_CORES = 0.5
 MAX_OTHER_DISK_BYTES_S = 4 * 1024 * 1024
-QUIET_WAIT_S = 5.0
+QUIET_WAIT_S = 0.5   # bounded: on a shared machine a longer wait rarely ends quiet (issue 12)
 
 
 @dataclass(frozen=True)
@@ -92,9 +94,9 @@ class MachineSample:
 
     at: float
     cpu: tuple[int, ...]          # user nice system idle iowait irq softirq steal
-    disk_writes: int
-    disk_sectors_written: int
-    disk_flushes: int   # cache flushes (what fsync becomes on the device), kernel 5.5+
+    disk_writes: int | None           # None: /proc/diskstats unreadable (then no disk metrics)
+    disk_sectors_written: int | None
+    disk_flushes: int | None   # cache flushes (what fsync becomes on the device), kernel 5.5+
 
     @property
     def total(self) -> int:
@@ -124,7 +126,7 @@ def machine() -> MachineSample:
                 sectors += int(parts[9])
                 flushes += int(parts[18]) if len(parts) > 18 else 0
     except (OSError, IndexError, ValueError):
-        pass
+        writes = sectors = flushes = None   # reported as missing metrics, never as zero writes
     return MachineSample(time.monotonic(), cpu, writes, sectors, flushes)
 
 
@@ -157,13 +159,15 @@ def machine_metrics(before: MachineSample, after: MachineSample) -> list[Metric]
     ticks = max(after.total - before.total, 1)
     d = [a - b for a, b in zip(after.cpu, before.cpu)]
     busy = ticks - d[3] - d[4]
-    return [Metric("machine_busy_share", busy / ticks, "share"),
-            Metric("machine_iowait_share", d[4] / ticks, "share"),
-            Metric("machine_steal_share", d[7] / ticks, "share"),
-            Metric("disk_writes", after.disk_writes - before.disk_writes, "count"),
-            Metric("disk_flushes", after.disk_flushes - before.disk_flushes, "count"),
-            Metric("disk_write_bytes", (after.disk_sectors_written - before.disk_sectors_written)
-                   * SECTOR_BYTES, "bytes")]
+    out = [Metric("machine_busy_share", busy / ticks, "share"),
+           Metric("machine_iowait_share", d[4] / ticks, "share"),
+           Metric("machine_steal_share", d[7] / ticks, "share")]
+    if before.disk_writes is None or after.disk_writes is None:
+        return out
+    return out + [Metric("disk_writes", after.disk_writes - before.disk_writes, "count"),
+                  Metric("disk_flushes", after.disk_flushes - before.disk_flushes, "count"),
+                  Metric("disk_write_bytes", (after.disk_sectors_written - before.disk_sectors_written)
+                         * SECTOR_BYTES, "bytes")]
 
 
 def server_status(server, conn) -> dict[str, float]:
@@ -232,7 +236,7 @@ class Meter:
     def close(self) -> None:
         try:
             self.conn.close()
-        except Exception:   # noqa: BLE001 - a dead server's connection cannot be closed cleanly
+        except mysql.connector.Error:   # a dead server's connection cannot be closed cleanly
             pass
 
 

@@ -129,11 +129,11 @@ def _params_paths(names: list[str]) -> list[Path]:
 
 
 def cmd_run(args) -> int:
-    from . import runner
+    from . import runner, stats
     exp = params_mod.load(params_mod.find(args.params), args.profile)
-    claim = _claim_for(exp.claim) if exp.design.sequential else None
     outcome = runner.run(exp, data_root=args.data, work_root=args.work, resume=args.resume,
-                         progress=not args.no_progress and sys.stderr.isatty(), claim=claim,
+                         progress=not args.no_progress and sys.stderr.isatty(),
+                         should_stop=stats.stopping_for(exp),
                          log=lambda line: print(line, file=sys.stderr))
     for reason in outcome.skipped.values():
         print(f"not run: {reason}")
@@ -205,6 +205,9 @@ def cmd_analyze(args) -> int:
     for run_id in args.run_ids:
         path = find_run(run_id, args.data or raw_root())
         df = read_results(path, accept_modified=args.accept_modified)
+        state = df.attrs.get("run_state", {})
+        if not state.get("verified", True) or state.get("status") != "complete":
+            print(f"note: run {run_id} is {state.get('note')}")
         by_claim.setdefault(str(df["claim"].iloc[0]) if len(df) else "", []).append(
             (df, StopRule.of_manifest(read_manifest(path))))
     tables = []
@@ -372,7 +375,7 @@ def main(argv: list[str] | None = None) -> int:
     except ClaimlabError as exc:
         if args.debug:
             raise
-        from .runner import Interrupted
+        from .errors import Interrupted
         message = " | ".join(line.strip() for line in str(exc).splitlines() if line.strip())
         print(f"claimlab: error: {message}", file=sys.stderr)
         if isinstance(exc, Interrupted):

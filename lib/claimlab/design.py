@@ -1,10 +1,17 @@
-"""The experimental design: which conditions exist, and in what order they run.
+"""The experimental design: which conditions exist, which share a server start, and in what order.
 
-Conditions are the cartesian product of the factors' levels. Repetitions run in blocks: block b
-holds repetition b of every condition, in an order shuffled afresh for each block from the recorded
-seed, so that drift and neighbours' noise spread over all conditions instead of biasing the ones
-that happened to run last (randomized complete blocks; Montgomery, Design and Analysis of
-Experiments, ch. 4).
+Conditions are the cartesian product of the factors' levels. A factor whose levels set no server
+option and pick no target is *within-server*: its levels (a table's collation, the client's
+charset, the prepared-statement mode: session or table properties) need no server of their own.
+The conditions that differ only in within-server factors form a *cell* and are measured in the
+same server start, alternating in rounds: each round measures every condition of the cell once,
+in an order drawn afresh from the recorded seed. Both sides of every comparison then see the same
+machine state, which the slow states of these virtual CPUs (seconds long) otherwise carry into
+the ratio (a paired design; Montgomery, Design and Analysis of Experiments, ch. 4, blocking).
+
+Cells (between-server factors: server options, targets) are run in blocks: block b holds one
+server start of every cell, in an order shuffled afresh for each block from the seed, so that drift
+and neighbours' noise spread over all of them (randomized complete blocks, same chapter).
 """
 
 from __future__ import annotations
@@ -27,26 +34,36 @@ class Condition:
     target: str
     server: ServerOptions
     workloads: tuple[wl.Workload, ...]
-
-    def level(self, factor: str) -> str:
-        return dict(self.levels)[factor]
+    cell: str                                 # the between-server part of the id: one server start
 
 
 @dataclass(frozen=True)
 class Unit:
-    """One repetition of one condition: a fresh server process, warm-up, then the iterations."""
+    """One server start: every condition of one cell, warm-up, then the rounds."""
 
     seq: int
     block: int
     repetition: int
-    condition: Condition
+    conditions: tuple[Condition, ...]
+
+    @property
+    def cell(self) -> str:
+        return self.conditions[0].cell
+
+
+def within_factors(exp: Experiment) -> tuple[str, ...]:
+    """Factors whose levels neither set a server option nor pick a target."""
+    return tuple(f.name for f in exp.factors
+                 if all(lv.target is None and not lv.server.as_dict() for lv in f.levels))
 
 
 def conditions(exp: Experiment) -> list[Condition]:
+    within = set(within_factors(exp))
     out = []
     for combo in itertools.product(*(f.levels for f in exp.factors)):
         levels = tuple((f.name, lv.name) for f, lv in zip(exp.factors, combo))
         cid = ",".join(f"{f}={lv}" for f, lv in levels) or "default"
+        cell = ",".join(f"{f}={lv}" for f, lv in levels if f not in within) or "default"
         targets = {lv.target for lv in combo if lv.target}
         if len(targets) > 1:
             raise ConfigError(exp.source, "factors", f"condition {cid} picks two targets: {sorted(targets)}")
@@ -73,8 +90,16 @@ def conditions(exp: Experiment) -> list[Condition]:
             workloads.append(wl.with_overrides(w, Fields(overrides, exp.source, f"workloads.{w.name}"))
                              if overrides else w)
         out.append(Condition(cid, levels, targets.pop() if targets else exp.default_target,
-                             server, tuple(workloads)))
+                             server, tuple(workloads), cell))
     return out
+
+
+def cells(conds: list[Condition]) -> list[tuple[Condition, ...]]:
+    """Conditions grouped by cell, in the order the cells first appear."""
+    grouped: dict[str, list[Condition]] = {}
+    for c in conds:
+        grouped.setdefault(c.cell, []).append(c)
+    return [tuple(group) for group in grouped.values()]
 
 
 def schedule(conds: list[Condition], blocks: int, seed: int) -> list[Unit]:
@@ -82,11 +107,19 @@ def schedule(conds: list[Condition], blocks: int, seed: int) -> list[Unit]:
     rng = random.Random(seed)
     units: list[Unit] = []
     for block in range(blocks):
-        order = list(conds)
+        order = cells(conds)
         rng.shuffle(order)
-        units += [Unit(seq=len(units) + i, block=block, repetition=block, condition=c)
-                  for i, c in enumerate(order)]
+        units += [Unit(seq=len(units) + i, block=block, repetition=block, conditions=group)
+                  for i, group in enumerate(order)]
     return units
+
+
+def round_order(unit: Unit, round_index: int, seed: int) -> list[Condition]:
+    """The order of a unit's conditions in one round (a warm-up round is round -1 - k): drawn
+    from the seed, so a resumed unit measures what is missing in the order first planned."""
+    order = list(unit.conditions)
+    random.Random(unit_seed(seed, unit.seq, round_index + 1_000)).shuffle(order)
+    return order
 
 
 def unit_seed(seed: int, seq: int, iteration: int) -> int:

@@ -32,3 +32,12 @@ class WorkloadError(ClaimlabError):
 
 class DataError(ClaimlabError):
     """Stored results are missing, torn, edited or of an unknown format."""
+
+
+class SettingMismatch(ServerStartError):
+    """A started server reports a setting other than the one asked for: deterministic, so a
+    restart would only repeat it; never retried (unlike other start failures)."""
+
+
+class Interrupted(ClaimlabError):
+    """SIGINT or SIGTERM: servers are stopped and the run can be resumed."""

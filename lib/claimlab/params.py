@@ -30,6 +30,7 @@ from .errors import ConfigError
 from .schema import LEVEL_RE, NAME_RE, Fields, check_name
 from .servers import ServerOptions, TargetSpec
 from .stopping import StopRule
+from .store import RESERVED_COLUMNS
 
 PROFILES = ("smoke", "quick", "full")
 _DESIGN_KEYS = ("repetitions", "warmup", "iterations", "seed", "fresh_datadir", "max_attempts",
@@ -152,8 +153,7 @@ def load(path: str | Path, profile: str = "quick") -> Experiment:
 
 def _factor(name: str, f: Fields, targets: dict, workloads: dict) -> Factor:
     check_name(name, f.source, f.path)
-    if name in ("target", "workload", "condition", "metric", "value", "unit", "repetition",
-                "iteration", "claim", "run_id", "seq"):
+    if name in RESERVED_COLUMNS:
         raise ConfigError(f.source, f.path, f"{name!r} is a results column; name the factor otherwise")
     levels = []
     for lname, ldata in f.entries():

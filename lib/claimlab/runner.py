@@ -1,15 +1,28 @@
-"""Runs an experiment's plan: start a server per repetition, load, warm up, measure, store.
+"""Runs an experiment's plan: a server start per cell and block, load, warm up, measure, store.
 
-The runner owns the order of events and the handling of faults; it computes no statistics
-(it only asks `stats.should_stop` between blocks when the params request sequential stopping).
+The runner owns the order of events and the handling of faults; it computes no statistics. With
+a sequential design the caller passes `should_stop(run_path) -> bool | (bool, reason)`, asked
+after every complete block.
+
+Faults: a server that dies (ServerGone) or does not start (ServerStartError) is retried on a new
+server process, up to `max_attempts` starts per unit; those can pass on a second try. Everything
+else ends the run, closed as `failed` (or `interrupted` on SIGINT/SIGTERM) and resumable:
+- a setting the server reports differently from the option file (SettingMismatch) is
+  deterministic: a restart would repeat it;
+- a WorkloadError (an SQL error, a wrong row count, sysbench failing while its server answers)
+  is not retried either: each one seen here was a property of the workload and server (a
+  refused collation, a plan change, a lost row) that a second try repeats or, worse, hides.
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
+import json
 import os
 import shutil
 import signal
+import statistics
 import sys
 import time
 from contextlib import contextmanager
@@ -18,18 +31,26 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from . import accounting, provenance
-from .design import Condition, Unit, conditions, schedule, unit_seed
-from .errors import ClaimlabError, ServerGone, ServerStartError, TargetUnavailable
+from . import accounting, datacache, provenance, witness
+from .design import Condition, Unit, conditions, round_order, schedule, unit_seed, within_factors
+from .errors import ClaimlabError, Interrupted, ServerGone, ServerStartError, SettingMismatch, TargetUnavailable
 from .params import Experiment
 from .servers import ExternalServer, Launcher, ServerFacts, ServerOptions, check_available, remove_socket_dir
-from .stopping import StopRule
-from .store import RunStore, find_run, now, project_root, raw_root, read_results
-from .workloads import Measurement
+from .store import (
+    FORMAT_VERSION,
+    MeasurementRecord,
+    Metric,
+    RunManifest,
+    RunStore,
+    find_run,
+    load_manifest,
+    now,
+    project_root,
+    raw_root,
+    run_state,
+)
 
-
-class Interrupted(ClaimlabError):
-    """SIGINT or SIGTERM: servers are stopped and the run can be resumed."""
+__all__ = ["run", "RunOutcome", "Interrupted", "verify_settings", "external_plan"]
 
 
 @dataclass
@@ -84,11 +105,48 @@ def verify_settings(requested: ServerOptions, facts: ServerFacts, target: str) -
         if wanted is not None and have is not None and str(wanted).lower() != have.lower():
             problems.append(f"{name} requested {wanted}, server reports {have}")
     if problems:
-        raise ServerStartError(f"target {target}: " + "; ".join(problems))
+        raise SettingMismatch(f"target {target}: " + "; ".join(problems))
+
+
+def _document_text(document) -> str:
+    return json.dumps(document, sort_keys=True, default=str)
+
+
+def check_resumable(exp: Experiment, manifest: RunManifest, path: Path) -> None:
+    """Everything `--resume` must know before it touches the run; raises with one line.
+
+    The run is rebuilt from what was recorded: the params document must be the one the manifest
+    holds (seed, levels, rows and options all come from it), and data files of a run that was
+    closed (interrupted, failed) must still match the checksums written when it stopped, so a
+    value edited by hand is never re-blessed by the resumed run's checksums."""
+    rid = manifest.run_id
+    if manifest.experiment != exp.name or manifest.profile != exp.profile:
+        raise ClaimlabError(f"run {rid} is {manifest.experiment} / {manifest.profile}, "
+                            f"not {exp.name} / {exp.profile}")
+    if manifest.status == "complete":
+        raise ClaimlabError(f"run {rid} is already complete; nothing to resume")
+    if manifest.format_version != FORMAT_VERSION:
+        raise ClaimlabError(f"run {rid} was written in results format {manifest.format_version}; "
+                            f"this claimlab resumes format {FORMAT_VERSION} runs only")
+    if _document_text(manifest.params) != _document_text(exp.document):
+        raise ClaimlabError(f"run {rid}: {exp.source} differs from the params the run was started with "
+                            "(kept in its manifest); restore the file or start a new run")
+    if manifest.default_target is not None and manifest.default_target != exp.default_target:
+        raise ClaimlabError(f"run {rid} ran on target {manifest.default_target}, not {exp.default_target}")
+    if manifest.status in ("interrupted", "failed"):
+        state = run_state(path)
+        if state.changed:
+            raise ClaimlabError(f"run {rid}: {', '.join(state.changed)} changed after the run stopped "
+                                "(checksum mismatch); refusing to resume over edited data")
 
 
 def run(exp: Experiment, *, data_root: Path | None = None, work_root: Path | None = None,
-        resume: str | None = None, progress: bool = True, claim=None, log=None) -> RunOutcome:
+        resume: str | None = None, progress: bool = True, should_stop=None, log=None) -> RunOutcome:
+    """Measure an experiment's plan (or resume one). `should_stop(run_path)` is asked after every
+    complete block of a sequential design; it returns a bool or (bool, reason)."""
+    if exp.design.sequential is not None and should_stop is None:
+        raise ValueError(f"{exp.name}: a sequential design needs its stopping callback "
+                         "(claimlab.stats.stopping_for(exp))")
     data_root = data_root or raw_root()
     conds = conditions(exp)
     skipped = available_targets(exp, conds)
@@ -99,92 +157,104 @@ def run(exp: Experiment, *, data_root: Path | None = None, work_root: Path | Non
         workload.check_tools()
     for line in external_plan(exp, runnable):
         (log or (lambda _: None))(line)
-    factors = [f.name for f in exp.factors]
     design = exp.design
     blocks = design.sequential.max_blocks if design.sequential else design.repetitions
     units = schedule(runnable, blocks, design.seed)
+    work_root = work_root or project_root() / "work"
 
     if resume:
-        store = RunStore.open_run(find_run(resume, data_root))
-        manifest = store.manifest()
-        if manifest.get("experiment") != exp.name or manifest.get("profile") != exp.profile:
-            raise ClaimlabError(f"run {resume} is {manifest.get('experiment')} / "
-                                f"{manifest.get('profile')}, not {exp.name} / {exp.profile}")
-        if manifest.get("status") == "complete":
-            raise ClaimlabError(f"run {resume} is already complete; nothing to resume")
-        store.event("resumed", git=provenance.git_commit(project_root()), host=provenance.host_facts())
+        path = find_run(resume, data_root)
+        manifest = load_manifest(path)
+        check_resumable(exp, manifest, path)    # reads only
+        store = None
     else:
-        manifest = {
-            "claim": exp.claim, "experiment": exp.name, "profile": exp.profile,
-            "params_file": exp.source, "params": exp.document, "factors": factors,
-            "seed": design.seed, "design": _design_dict(exp),
-            "targets": {n: t.public() for n, t in exp.targets.items()},
-            "conditions": [{"id": c.id, "target": c.target, "levels": dict(c.levels),
-                            "server": c.server.as_dict(),
-                            "workloads": {w.name: w.describe() for w in c.workloads}} for c in conds],
-            "skipped_targets": skipped,
-            "plan": [{"seq": u.seq, "block": u.block, "condition": u.condition.id} for u in units],
-            "provenance": provenance.collect(project_root()),
-        }
-        store = RunStore.create(data_root, exp.name, factors, manifest)
-    work_root = work_root or project_root() / "work"
-    work = work_root / store.run_id
-    work_root.mkdir(parents=True, exist_ok=True)
-    with open(work_root / ".reaper.lock", "w") as reaper:
-        # Reaping and claiming a run directory exclude each other, so a run that is starting
-        # (directory made, lock not yet taken) is never mistaken for a dead one.
-        fcntl.flock(reaper, fcntl.LOCK_EX)
-        reaped = reap_stale(work_root)
-        work.mkdir(parents=True, exist_ok=True)
-        lock = open(work / ".lock", "w")
-        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)   # held for the whole run: "this run is alive"
-    if reaped:
-        store.event("reaped_stale_servers", pids=reaped)
-    outcome = RunOutcome(store.run_id, store.path, "running", skipped=skipped)
-    done = store.completed()
-    launcher = Launcher(work)
-    per_unit = sum(1 for _ in runnable[0].workloads) * design.iterations
-
-    bar = tqdm(total=len(units) * per_unit, desc=f"{exp.name} [{exp.profile}]", unit="meas",
-               disable=not progress, file=sys.stderr, dynamic_ncols=True)
-    bar.update(len(done))
+        manifest = _new_manifest(exp, conds, units, skipped)
+        store = RunStore.create(data_root, manifest)
+        path = store.path
+    run_id = manifest.run_id
+    outcome = RunOutcome(run_id, path, "running", skipped=skipped)
+    work = work_root / run_id
+    lock = bar = None
     try:
+        lock, reaped = _claim(work_root, work, run_id)   # refuses a live run before anything is written
+        if store is None:
+            store = RunStore.open_run(path)
+            store.event("resumed", git=provenance.git_commit(project_root()), host=provenance.host_facts())
+        if reaped:
+            store.event("reaped_stale_servers", pids=reaped)
+        ctx = _Context(exp, store, Launcher(work), store.completed(), manifest.speed_probe)
+        total = sum(len(u.conditions) for u in units) * len(exp.workloads) * design.iterations
+        bar = tqdm(total=total, desc=f"{exp.name} [{exp.profile}]", unit="meas",
+                   disable=not progress, file=sys.stderr, dynamic_ncols=True)
+        bar.update(len(ctx.done))
+        ctx.bar = bar
         with _signals_raise():
             current_block = 0
             for unit in units:
                 if unit.block != current_block:
                     current_block = unit.block
-                    if _should_stop(exp, store, claim, unit.block):
+                    if should_stop is not None and _ask(should_stop, store, unit.block):
                         break
-                todo = [(w, i) for w in unit.condition.workloads for i in range(design.iterations)
-                        if (unit.condition.id, w.name, unit.repetition, i) not in done]
-                if not todo:
-                    continue
-                stored = _run_unit(exp, store, launcher, unit, todo, done, bar)
-                outcome.measurements += stored
+                outcome.measurements += _run_unit(ctx, unit)
         outcome.status = "complete"
         store.finish("complete", skipped_targets=skipped)
-    except Interrupted as exc:
-        outcome.status = "interrupted"
-        _close_quietly(store, "interrupted", exc)
-        raise
-    except ClaimlabError as exc:
-        outcome.status = "failed"
-        _close_quietly(store, "failed", exc)
+    except BaseException as exc:
+        if store is None or lock is None:
+            raise          # refused before anything was touched
+        outcome.status = "interrupted" if isinstance(exc, (Interrupted, KeyboardInterrupt)) else "failed"
+        _close_quietly(store, outcome.status, exc)
         raise
     finally:
-        bar.close()
-        _cleanup_work(work, exp)
-        lock.close()
-        _drop_external_schemas(exp, runnable, store)
+        if bar is not None:
+            bar.close()
+        if lock is not None:
+            _cleanup_work(work)
+            lock.close()
+            if store is not None:
+                _drop_external_schemas(exp, runnable, store)
     return outcome
 
 
-def _close_quietly(store: RunStore, status: str, exc: Exception) -> None:
+def _new_manifest(exp: Experiment, conds: list[Condition], units: list[Unit], skipped) -> RunManifest:
+    return RunManifest.new(
+        experiment=exp.name, claim=exp.claim, profile=exp.profile, factors=[f.name for f in exp.factors],
+        params_file=exp.source, params=exp.document, seed=exp.design.seed, design=_design_dict(exp),
+        targets={n: t.public() for n, t in exp.targets.items()}, default_target=exp.default_target,
+        conditions=tuple({"id": c.id, "cell": c.cell, "target": c.target, "levels": dict(c.levels),
+                          "server": c.server.as_dict(),
+                          "workloads": {w.name: w.describe() for w in c.workloads}} for c in conds),
+        skipped_targets=skipped,
+        plan=tuple({"seq": u.seq, "block": u.block, "cell": u.cell,
+                    "conditions": [c.id for c in u.conditions]} for u in units),
+        provenance=provenance.collect(project_root()))
+
+
+def _claim(work_root: Path, work: Path, run_id: str):
+    """Take the run's lock (held for the whole run: "this run is alive"), reaping dead runs'
+    servers first. Reaping and claiming exclude each other, so a run that is starting (directory
+    made, lock not yet taken) is never mistaken for a dead one."""
+    work_root.mkdir(parents=True, exist_ok=True)
+    with open(work_root / ".reaper.lock", "w") as reaper:
+        fcntl.flock(reaper, fcntl.LOCK_EX)
+        if (work / ".lock").exists():
+            with open(work / ".lock", "a") as probe:
+                try:
+                    fcntl.flock(probe, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    raise ClaimlabError(f"run {run_id} is still running (its lock is held); "
+                                        "nothing was changed") from None
+        reaped = reap_stale(work_root)
+        work.mkdir(parents=True, exist_ok=True)
+        lock = open(work / ".lock", "w")
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    return lock, reaped
+
+
+def _close_quietly(store: RunStore, status: str, exc: BaseException) -> None:
     """Record why the run stopped; if even that cannot be written (disk full), the original error
     is the one to report, and the results file is already valid."""
     try:
-        store.event(status, reason=str(exc))
+        store.event(status, reason=f"{type(exc).__name__}: {exc}")
         store.finish(status)
     except (OSError, ClaimlabError):
         pass
@@ -270,108 +340,176 @@ def _design_dict(exp: Experiment) -> dict:
     out = {k: getattr(d, k) for k in ("repetitions", "warmup", "iterations", "seed", "fresh_datadir",
                                        "max_attempts", "target")}
     out["sequential"] = None if d.sequential is None else vars(d.sequential)
+    out["within_factors"] = list(within_factors(exp))
     return out
 
 
-def _should_stop(exp: Experiment, store: RunStore, claim, blocks_done: int) -> bool:
-    rule = exp.design.sequential
-    if rule is None or claim is None:
-        return False
-    from . import stats
-    decision = stats.should_stop(read_results(store.path), claim, stop_rule(store.manifest()))
-    store.event("sequential", blocks=blocks_done, stop=decision.stop, reason=decision.reason)
-    return decision.stop
+def _ask(should_stop, store: RunStore, blocks_done: int) -> bool:
+    answer = should_stop(store.path)
+    stop, reason = answer if isinstance(answer, tuple) else (bool(answer), None)
+    store.event("sequential", blocks=blocks_done, stop=bool(stop), reason=reason)
+    return bool(stop)
 
 
-def stop_rule(manifest: dict):
-    """The stopping rule a run was designed with (None for a fixed design): its analysis must use
-    the same rule, so that stopping early keeps the promised error rate."""
-    seq = (manifest.get("design") or {}).get("sequential")
-    if not seq:
-        return None
-    return StopRule(**seq)
+@dataclass
+class _Context:
+    exp: Experiment
+    store: RunStore
+    launcher: Launcher
+    done: set
+    speed_probe: dict | None      # {"sql", "n", "target_s"} once calibrated (kept on resume)
+    bar: object = None
 
 
-def _run_unit(exp: Experiment, store: RunStore, launcher: Launcher, unit: Unit, todo, done, bar) -> int:
-    """One repetition: a fresh server process, then every workload's warm-up and iterations.
+def _run_unit(ctx: _Context, unit: Unit) -> int:
+    """One server start: every condition of the unit's cell, warm-up, then the rounds.
 
-    A server that dies (or fails to start) is retried up to `max_attempts` times; measurements
-    already stored are never repeated, the failed one is recorded as an event, never as a value.
-    """
-    cond, design = unit.condition, exp.design
-    target = exp.targets[cond.target]
+    Server starts are numbered per unit (`attempt`) across resumes, so the rows of two server
+    processes never share (seq, attempt); servers.jsonl maps each to its pid."""
+    exp, store, design = ctx.exp, ctx.store, ctx.exp.design
+    missing = [(c.id, w.name, unit.repetition, i) for c in unit.conditions for w in c.workloads
+               for i in range(design.iterations)]
+    if all(key in ctx.done for key in missing):
+        return 0
+    cond0 = unit.conditions[0]
+    target = exp.targets[cond0.target]
+    first = store.starts().get(unit.seq, 0) + 1
     stored = 0
-    for attempt in range(1, design.max_attempts + 1):
-        server = launcher.server(target, cond.server,
-                                 fresh=design.fresh_datadir and attempt == 1)
+    for k in range(design.max_attempts):
+        attempt = first + k
+        server = ctx.launcher.server(target, cond0.server, fresh=design.fresh_datadir and k == 0)
+        cache_key = None if design.fresh_datadir else datacache.key(
+            server, [w.schema() for c in unit.conditions for w in c.workloads])
         load_before = provenance.loadavg()
         started = now()
         phases = _Phases()
-        lap = phases.lap
-        meter = None
+        meter = probe = None
         try:
+            from_cache = datacache.restore(server, cache_key)
             server.start()
             facts = server.facts()
-            store.record_server({"seq": unit.seq, "condition": cond.id, "repetition": unit.repetition,
-                                 "attempt": attempt, "target": cond.target, "version": facts.version,
-                                 "log_bin": facts.log_bin, "pid": server.pid, "started_at": started,
-                                 "loadavg_before": load_before}, facts.stable_variables())
-            verify_settings(server.options, facts, cond.target)
+            store.record_server({"seq": unit.seq, "condition": cond0.id if len(unit.conditions) == 1 else unit.cell,
+                                 "cell": unit.cell, "conditions": [c.id for c in unit.conditions],
+                                 "repetition": unit.repetition, "attempt": attempt, "target": cond0.target,
+                                 "version": facts.version, "log_bin": facts.log_bin, "pid": server.pid,
+                                 "started_at": started, "loadavg_before": load_before,
+                                 "datadir_from_cache": from_cache},
+                                facts.stable_variables())
+            verify_settings(server.options, facts, cond0.target)
             meter = accounting.Meter(server)
-            lap("start_s")
-            for workload in cond.workloads:
-                iterations = [i for w, i in todo if w is workload
-                              and (cond.id, w.name, unit.repetition, i) not in done]
-                if not iterations:
-                    continue
-                workload.prepare(server)
-                lap("prepare_s")
-                with workload.session(server, unit_seed(design.seed, unit.seq, 0)) as measure:
-                    for _ in range(design.warmup):
-                        measure()
-                    lap("warmup_s")
-                    busy, cpu, disk = accounting.wait_until_quiet(server.pid)
-                    if busy:
-                        store.event("contention", seq=unit.seq, condition=cond.id, other_cpu_cores=round(cpu, 2),
-                                    other_disk_bytes_s=round(disk))
-                    lap("quiet_s")
-                    for iteration in iterations:
-                        start_ts = now()
-                        meter.start()
-                        m = measure()
-                        costs = meter.stop()
-                        end_ts = now()
-                        _store_measurement(exp, store, unit, cond, workload.name, iteration, attempt,
-                                           facts.version, Measurement(m.metrics + tuple(costs), m.intervals),
-                                           start_ts, end_ts, contention=busy or accounting.contended(costs))
-                        done.add((cond.id, workload.name, unit.repetition, iteration))
-                        stored += 1
-                        bar.update(1)
-                    lap("measure_s")
+            phases.lap("start_s")
+            for index in range(len(exp.workloads)):
+                stored_here, probe = _run_workload(ctx, unit, index, server, facts, attempt, meter, probe, phases)
+                stored += stored_here
             server.stop()
-            lap("stop_s")
-            store.event("unit_done", seq=unit.seq, condition=cond.id, repetition=unit.repetition,
-                        attempt=attempt, loadavg_after=provenance.loadavg(),
-                        phases=phases.rounded())
+            phases.lap("stop_s")
+            if not from_cache and phases.totals["prepare_s"] >= datacache.MIN_LOAD_S \
+                    and datacache.save(server, cache_key):
+                store.event("datadir_cached", seq=unit.seq, key=cache_key)
+            phases.lap("cache_s")
+            store.event("unit_done", seq=unit.seq, cell=unit.cell, repetition=unit.repetition,
+                        attempt=attempt, loadavg_after=provenance.loadavg(), phases=phases.rounded())
             return stored
+        except SettingMismatch:
+            raise
         except (ServerGone, ServerStartError) as exc:
-            store.event("attempt_failed", seq=unit.seq, condition=cond.id, repetition=unit.repetition,
+            store.event("attempt_failed", seq=unit.seq, cell=unit.cell, repetition=unit.repetition,
                         attempt=attempt, reason=str(exc))
-            if attempt == design.max_attempts:
+            if k == design.max_attempts - 1:
                 raise
             time.sleep(0.5)
         finally:
-            if meter is not None:
-                meter.close()
+            for closer in (meter, probe):
+                if closer is not None:
+                    closer.close()
             server.stop()
     return stored
 
 
+def _run_workload(ctx: _Context, unit: Unit, index: int, server, facts, attempt, meter, probe, phases):
+    """One workload in one server start: load, warm up each condition, then the rounds, each
+    round measuring every condition once in the recorded random order."""
+    exp, store, design = ctx.exp, ctx.store, ctx.exp.design
+    pairs = {c.id: (c, c.workloads[index]) for c in unit.conditions}
+    todo = {(cid, i) for cid, (c, w) in pairs.items() for i in range(design.iterations)
+            if (cid, w.name, unit.repetition, i) not in ctx.done}
+    if not todo:
+        return 0, probe
+    for _, w in pairs.values():
+        w.prepare(server)
+    phases.lap("prepare_s")
+    stored = 0
+    with contextlib.ExitStack() as stack:
+        sessions = {cid: stack.enter_context(w.session(server, unit_seed(design.seed, unit.seq, n)))
+                    for n, (cid, (c, w)) in enumerate(pairs.items())}
+        warm = []
+        for k in range(design.warmup):
+            for c in round_order(unit, -1 - k, design.seed):
+                t0 = time.perf_counter()
+                sessions[c.id]()
+                warm.append(time.perf_counter() - t0)
+        store.event("warmup", seq=unit.seq, workload=exp.workloads[index].name, measurements=len(warm),
+                    seconds=round(sum(warm), 4))
+        phases.lap("warmup_s")
+        if probe is None:
+            probe = _probe(ctx, server, statistics.median(warm) if warm else None)
+        phases.lap("probe_s")
+        busy, cpu, disk = accounting.wait_until_quiet(server.pid)
+        if busy:
+            store.event("contention", seq=unit.seq, cell=unit.cell, other_cpu_cores=round(cpu, 2),
+                        other_disk_bytes_s=round(disk))
+        phases.lap("quiet_s")
+        probing = 0.0
+        for rnd in range(design.iterations):
+            for c in round_order(unit, rnd, design.seed):
+                if (c.id, rnd) not in todo:
+                    continue
+                w = pairs[c.id][1]
+                before = probe.time()
+                start_ts = now()
+                meter.start()
+                m = sessions[c.id]()
+                costs = meter.stop()
+                end_ts = now()
+                after = probe.time()
+                probing += before + after
+                metrics = m.metrics + tuple(costs) + (Metric("probe_before_s", before, "s"),
+                                                      Metric("probe_after_s", after, "s"))
+                store.append(MeasurementRecord(
+                    run_id=store.run_id, claim=exp.claim, experiment=exp.name, condition=c.id,
+                    levels=c.levels, target=c.target, server_version=facts.version, workload=w.name,
+                    repetition=unit.repetition, iteration=rnd, seq=unit.seq, attempt=attempt,
+                    started_at=start_ts, ended_at=end_ts,
+                    contention=busy or accounting.contended(costs), metrics=metrics, intervals=m.intervals))
+                ctx.done.add((c.id, w.name, unit.repetition, rnd))
+                stored += 1
+                if ctx.bar is not None:
+                    ctx.bar.update(1)
+        phases.lap("measure_s")
+        phases.move("measure_s", "probe_s", probing)
+    return stored, probe
+
+
+def _probe(ctx: _Context, server, typical_s: float | None) -> witness.SpeedProbe:
+    """The run's speed probe: calibrated once (on the first server start that needs it, from
+    the warm-up's length) and recorded, so every measurement of the run, resumed or not, is
+    witnessed by the same amount of work."""
+    if ctx.speed_probe is None:
+        target_s = witness.target_seconds(typical_s)
+        n = witness.SpeedProbe.calibrate(server, target_s)
+        ctx.speed_probe = {"sql": witness.SQL.format(n=n), "n": n, "target_s": round(target_s, 4),
+                           "calibrated_on": server.target.name}
+        ctx.store.update_manifest(speed_probe=ctx.speed_probe)
+    return witness.SpeedProbe(server, ctx.speed_probe["n"])
+
+
 class _Phases:
-    """Wall time per phase of a unit (start, load, warm-up, quiet check, measured, stop)."""
+    """Wall time per phase of a unit (start, load, warm-up, probe, quiet check, measured, stop,
+    saving the loaded data directory)."""
 
     def __init__(self):
-        self.totals = dict.fromkeys(("start_s", "prepare_s", "warmup_s", "quiet_s", "measure_s", "stop_s"), 0.0)
+        self.totals = dict.fromkeys(("start_s", "prepare_s", "warmup_s", "probe_s", "quiet_s", "measure_s",
+                                     "stop_s", "cache_s"), 0.0)
         self._clock = time.monotonic()
 
     def lap(self, phase: str) -> None:
@@ -379,25 +517,15 @@ class _Phases:
         self.totals[phase] += now_ - self._clock
         self._clock = now_
 
+    def move(self, source: str, dest: str, seconds: float) -> None:
+        self.totals[source] -= seconds
+        self.totals[dest] += seconds
+
     def rounded(self) -> dict[str, float]:
         return {k: round(v, 4) for k, v in self.totals.items()}
 
 
-def _store_measurement(exp, store, unit, cond, workload, iteration, attempt, version, m, start_ts,
-                       end_ts, contention: bool) -> None:
-    base = {"run_id": store.run_id, "claim": exp.claim, "experiment": exp.name, "condition": cond.id,
-            **dict(cond.levels), "target": cond.target, "server_version": version,
-            "workload": workload, "repetition": unit.repetition, "iteration": iteration,
-            "seq": unit.seq, "attempt": attempt, "started_at": start_ts, "ended_at": end_ts,
-            "contention": contention}
-    rows = [base | {"metric": x.name, "value": repr(float(x.value)), "unit": x.unit} for x in m.metrics]
-    intervals = [{"run_id": store.run_id, "condition": cond.id, "workload": workload,
-                  "repetition": unit.repetition, "iteration": iteration, "seq": unit.seq, **iv}
-                 for iv in m.intervals]
-    store.append_measurement(rows, intervals)
-
-
-def _cleanup_work(work: Path, exp: Experiment) -> None:
+def _cleanup_work(work: Path) -> None:
     """Data directories are scratch: the measurements live in data/raw, not in them."""
     shutil.rmtree(work, ignore_errors=True)
     try:

@@ -2,6 +2,7 @@
 
     data/raw/<experiment>/<run-id>/
         manifest.json     params as resolved, provenance, plan, status, checksums (format_version)
+                          (RunManifest; results rows are MeasurementRecords, one row per Metric)
         results.csv       one row per metric of each completed measurement (tidy, long)
         intervals.csv     sysbench's per-interval series
         servers.jsonl     one record per server start: version, effective settings, load average
@@ -11,6 +12,13 @@
 Every line is written with a single `write` on a file opened with O_APPEND and then fsynced, so a
 crash can at worst leave a torn last line; readers detect it and `open_run` repairs it (the torn
 measurement is not complete, so it is measured again on resume). Derived tables are regenerated.
+
+Format 2 (format 1 runs stay readable): in a paired design the within-server conditions measured in
+one server start share `seq`, `repetition` (the block, one server start per between-server
+condition) and `attempt` (numbered on across resumes, so two server processes never share it);
+`iteration` is the round, in which each of them is measured once in a recorded random order.
+Every measurement carries the speed witness's `probe_before_s` and `probe_after_s`; checksums
+cover `variables/*.json` too.
 """
 
 from __future__ import annotations
@@ -21,9 +29,10 @@ import errno
 import hashlib
 import io
 import json
+import math
 import os
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -31,13 +40,17 @@ import pandas as pd
 
 from .errors import DataError
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+READABLE_VERSIONS = (1, 2)   # v1: one server start per condition; v2 adds paired designs and probes
 BASE_COLUMNS = ("run_id", "claim", "experiment", "condition")
 TAIL_COLUMNS = ("target", "server_version", "workload", "repetition", "iteration", "seq", "attempt",
                 "metric", "value", "unit", "started_at", "ended_at", "contention")
+# Factor names become columns between these: a factor may not be named like any of them.
+RESERVED_COLUMNS = frozenset(BASE_COLUMNS + TAIL_COLUMNS)
 INTERVAL_COLUMNS = ("run_id", "condition", "workload", "repetition", "iteration", "seq", "t_s",
                     "threads", "tps", "qps", "latency_p95_ms", "errors_per_s", "reconnects_per_s")
 CHECKSUMMED = ("results.csv", "intervals.csv", "servers.jsonl", "events.jsonl")
+STATUSES = ("running", "complete", "interrupted", "failed")
 
 
 def project_root(start: Path | None = None) -> Path:
@@ -112,6 +125,160 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
+@dataclass(frozen=True)
+class Metric:
+    """One measured value. Non-finite values are refused: a NaN stored as a measurement would
+    silently drop out of (or poison) every statistic computed from it."""
+
+    name: str
+    value: float
+    unit: str
+
+    def __post_init__(self):
+        if not self.name or not isinstance(self.name, str):
+            raise ValueError(f"metric name {self.name!r} is not a name")
+        if isinstance(self.value, bool) or not isinstance(self.value, (int, float)) \
+                or not math.isfinite(self.value):
+            raise ValueError(f"metric {self.name}: value {self.value!r} is not a finite number")
+
+
+@dataclass(frozen=True)
+class MeasurementRecord:
+    """One stored measurement: where it ran, when, and every metric taken of it (one row each)."""
+
+    run_id: str
+    claim: str
+    experiment: str
+    condition: str
+    levels: tuple[tuple[str, str], ...]   # (factor, level) in the experiment's factor order
+    target: str
+    server_version: str
+    workload: str
+    repetition: int
+    iteration: int
+    seq: int
+    attempt: int
+    started_at: str
+    ended_at: str
+    contention: bool
+    metrics: tuple[Metric, ...]
+    intervals: tuple[dict, ...] = ()
+
+    def __post_init__(self):
+        for name in ("repetition", "iteration", "seq"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"measurement {name} must be an integer >= 0, got {value!r}")
+        if isinstance(self.attempt, bool) or not isinstance(self.attempt, int) or self.attempt < 1:
+            raise ValueError(f"measurement attempt must be an integer >= 1, got {self.attempt!r}")
+        if not self.metrics or not all(isinstance(m, Metric) for m in self.metrics):
+            raise ValueError("a measurement needs at least one Metric")
+        names = [m.name for m in self.metrics]
+        if len(set(names)) != len(names):
+            raise ValueError(f"measurement repeats metrics: {sorted({n for n in names if names.count(n) > 1})}")
+        for factor, _ in self.levels:
+            if factor in RESERVED_COLUMNS:
+                raise ValueError(f"factor {factor!r} is a results column")
+
+    def rows(self) -> list[dict]:
+        base = {"run_id": self.run_id, "claim": self.claim, "experiment": self.experiment,
+                "condition": self.condition, **dict(self.levels), "target": self.target,
+                "server_version": self.server_version, "workload": self.workload,
+                "repetition": self.repetition, "iteration": self.iteration, "seq": self.seq,
+                "attempt": self.attempt, "started_at": self.started_at, "ended_at": self.ended_at,
+                "contention": bool(self.contention)}
+        return [base | {"metric": m.name, "value": repr(float(m.value)), "unit": m.unit} for m in self.metrics]
+
+    def interval_rows(self) -> list[dict]:
+        key = {"run_id": self.run_id, "condition": self.condition, "workload": self.workload,
+               "repetition": self.repetition, "iteration": self.iteration, "seq": self.seq}
+        return [key | iv for iv in self.intervals]
+
+
+_MANIFEST_FIELDS = ("run_id", "experiment", "claim", "profile", "status", "format_version", "columns",
+                    "factors", "created_at", "seed", "params_file", "params", "design", "targets",
+                    "default_target", "conditions", "plan", "skipped_targets", "provenance",
+                    "speed_probe", "finished_at", "checksums")
+
+
+@dataclass(frozen=True)
+class RunManifest:
+    """What a run is: the resolved params, plan, provenance, status and checksums (pyperf's Run
+    as the model: built once, validated when built, changed only by making a new record).
+
+    Keys this version does not know (older or newer writers) are kept in `extra` and written back."""
+
+    run_id: str
+    experiment: str
+    claim: str
+    profile: str
+    status: str
+    format_version: int
+    columns: tuple[str, ...]
+    factors: tuple[str, ...]
+    created_at: str
+    seed: int | None = None
+    params_file: str | None = None
+    params: Any = None                 # the params document as loaded (resume compares it)
+    design: dict = field(default_factory=dict)
+    targets: dict = field(default_factory=dict)
+    default_target: str | None = None
+    conditions: tuple = ()
+    plan: tuple = ()
+    skipped_targets: dict = field(default_factory=dict)
+    provenance: dict = field(default_factory=dict)
+    speed_probe: dict | None = None   # {"sql", "n", "target_s"} once calibrated
+    finished_at: str | None = None
+    checksums: dict = field(default_factory=dict)
+    extra: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        if self.format_version not in READABLE_VERSIONS:
+            raise ValueError(f"format_version {self.format_version!r} is not one of {READABLE_VERSIONS}; "
+                             "use the claimlab version that wrote it")
+        if self.status not in STATUSES:
+            raise ValueError(f"status {self.status!r} is not one of {', '.join(STATUSES)}")
+        if not self.run_id or "/" in self.run_id or self.run_id.startswith("."):
+            raise ValueError(f"run_id {self.run_id!r} is not a run id")
+        clash = RESERVED_COLUMNS & set(self.factors)
+        if clash:
+            raise ValueError(f"factors {sorted(clash)} are named like results columns")
+        if tuple(self.columns) != columns_for(self.factors):
+            raise ValueError("columns do not match the factors")
+
+    @classmethod
+    def new(cls, *, experiment: str, claim: str, profile: str, factors: Iterable[str], **fields) -> "RunManifest":
+        factors = tuple(factors)
+        return cls(run_id=fields.pop("run_id", None) or new_run_id(), experiment=experiment, claim=claim,
+                   profile=profile, status="running", format_version=FORMAT_VERSION,
+                   columns=columns_for(factors), factors=factors, created_at=now(), **fields)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "RunManifest":
+        known = {k: data[k] for k in _MANIFEST_FIELDS if k in data}
+        for key in ("columns", "factors", "conditions", "plan"):
+            if key in known and known[key] is not None:
+                known[key] = tuple(known[key])
+        for key in ("design", "targets", "skipped_targets", "provenance", "checksums"):
+            if known.get(key) is None:
+                known.pop(key, None)
+        known.setdefault("factors", ())
+        return cls(**known, extra={k: v for k, v in data.items() if k not in _MANIFEST_FIELDS})
+
+    def as_dict(self) -> dict:
+        out = {k: getattr(self, k) for k in _MANIFEST_FIELDS}
+        for key in ("columns", "factors", "conditions", "plan"):
+            out[key] = list(out[key])
+        return self.extra | out
+
+    def with_(self, **changes) -> "RunManifest":
+        return replace(self, **changes)
+
+
+def columns_for(factors: Iterable[str]) -> tuple[str, ...]:
+    return BASE_COLUMNS + tuple(factors) + TAIL_COLUMNS
+
+
 @dataclass
 class RunStore:
     """Writes one run's files. Created once; reopened (never recreated) to resume."""
@@ -120,25 +287,22 @@ class RunStore:
     columns: tuple[str, ...]
 
     @classmethod
-    def create(cls, root: Path, experiment: str, factors: Iterable[str], manifest: dict,
-               run_id: str | None = None) -> "RunStore":
-        run_id = run_id or new_run_id()
-        path = root / experiment / run_id
+    def create(cls, root: Path, manifest: RunManifest) -> "RunStore":
+        path = root / manifest.experiment / manifest.run_id
         path.parent.mkdir(parents=True, exist_ok=True)
         path.mkdir()   # fails if it exists: a run directory is never reused
-        columns = BASE_COLUMNS + tuple(factors) + TAIL_COLUMNS
-        store = cls(path, columns)
-        manifest = dict(manifest, format_version=FORMAT_VERSION, run_id=run_id, columns=list(columns),
-                        status="running", created_at=now())
+        store = cls(path, manifest.columns)
         store.write_manifest(manifest)
-        _append(path / "results.csv", _csv_line(columns))
+        _append(path / "results.csv", _csv_line(manifest.columns))
         _append(path / "intervals.csv", _csv_line(INTERVAL_COLUMNS))
         return store
 
     @classmethod
     def open_run(cls, path: Path) -> "RunStore":
-        manifest = read_manifest(path)
-        store = cls(path, tuple(manifest["columns"]))
+        """Reopen to resume: torn tails (a crash mid-write) are cut and logged. The caller has
+        checked first (see `resumable`) that resuming may touch this run at all."""
+        manifest = load_manifest(path)
+        store = cls(path, manifest.columns)
         for name in ("results.csv", "intervals.csv", "servers.jsonl", "events.jsonl"):
             torn = _repair_torn_tail(path / name)
             if torn:
@@ -149,24 +313,27 @@ class RunStore:
     def run_id(self) -> str:
         return self.path.name
 
-    def manifest(self) -> dict:
-        return read_manifest(self.path)
+    def manifest(self) -> RunManifest:
+        return load_manifest(self.path)
 
-    def write_manifest(self, manifest: dict) -> None:
-        _write_atomic(self.path / "manifest.json", json.dumps(manifest, indent=1, sort_keys=True,
+    def write_manifest(self, manifest: RunManifest) -> None:
+        _write_atomic(self.path / "manifest.json", json.dumps(manifest.as_dict(), indent=1, sort_keys=True,
                                                               default=str) + "\n")
 
     def update_manifest(self, **changes) -> None:
-        self.write_manifest(self.manifest() | changes)
+        self.write_manifest(self.manifest().with_(**changes))
 
-    def append_measurement(self, rows: list[dict], intervals: list[dict] = ()) -> None:
+    def append(self, record: MeasurementRecord) -> None:
         """All metrics of one measurement in one write: a measurement is stored whole or not at all."""
-        missing = [c for c in self.columns if c not in rows[0]] if rows else []
-        if missing:
-            raise DataError(f"{self.path}: measurement lacks columns {missing}")
-        if intervals:
+        rows = record.rows()
+        missing = [c for c in self.columns if c not in rows[0]]
+        unknown = [c for c in rows[0] if c not in self.columns]
+        if missing or unknown:
+            raise DataError(f"{self.path}: measurement does not fit the columns "
+                            f"(missing {missing}, unknown {unknown})")
+        if record.intervals:
             _append(self.path / "intervals.csv",
-                    "".join(_csv_line(r[c] for c in INTERVAL_COLUMNS) for r in intervals))
+                    "".join(_csv_line(r[c] for c in INTERVAL_COLUMNS) for r in record.interval_rows()))
         _append(self.path / "results.csv", "".join(_csv_line(r[c] for c in self.columns) for r in rows))
 
     def record_server(self, record: dict, variables: dict[str, str]) -> str:
@@ -190,23 +357,74 @@ class RunStore:
         return set(zip(df["condition"], df["workload"], df["repetition"].astype(int),
                        df["iteration"].astype(int)))
 
+    def starts(self) -> dict[int, int]:
+        """The highest attempt recorded per seq: a resumed unit numbers its server starts on from
+        there, so rows of two server processes never share (seq, attempt)."""
+        out: dict[int, int] = {}
+        for rec in read_jsonl(self.path / "servers.jsonl"):
+            out[int(rec["seq"])] = max(out.get(int(rec["seq"]), 0), int(rec["attempt"]))
+        return out
+
     def finish(self, status: str, **extra) -> None:
-        checksums = {name: sha256_file(self.path / name) for name in CHECKSUMMED
-                     if (self.path / name).exists()}
-        self.update_manifest(status=status, finished_at=now(), checksums=checksums, **extra)
+        self.update_manifest(status=status, finished_at=now(), checksums=checksums(self.path), **extra)
 
 
-def read_manifest(path: Path) -> dict:
+def checksums(path: Path) -> dict[str, str]:
+    """Every data file of a run, server variables included (they are evidence too)."""
+    names = [n for n in CHECKSUMMED if (path / n).exists()]
+    names += sorted(f"variables/{p.name}" for p in (path / "variables").glob("*.json"))
+    return {name: sha256_file(path / name) for name in names}
+
+
+def load_manifest(path: Path) -> RunManifest:
     try:
-        manifest = json.loads((path / "manifest.json").read_text())
+        data = json.loads((path / "manifest.json").read_text())
     except FileNotFoundError:
         raise DataError(f"{path}: no manifest.json; is this a claimlab run directory?") from None
     except json.JSONDecodeError as exc:
         raise DataError(f"{path}/manifest.json: not valid JSON ({exc.msg}, line {exc.lineno})") from None
-    if manifest.get("format_version") != FORMAT_VERSION:
-        raise DataError(f"{path}/manifest.json: format_version {manifest.get('format_version')!r} "
-                        f"is not {FORMAT_VERSION}; use the claimlab version that wrote it")
-    return manifest
+    if not isinstance(data, dict):
+        raise DataError(f"{path}/manifest.json: not a JSON object")
+    try:
+        return RunManifest.from_dict(data)
+    except (TypeError, ValueError) as exc:
+        raise DataError(f"{path}/manifest.json: {exc}") from None
+
+
+def read_manifest(path: Path) -> dict:
+    """The manifest as a plain mapping (notebooks and reports read it by key)."""
+    return load_manifest(path).as_dict()
+
+
+@dataclass(frozen=True)
+class RunState:
+    """Whether a run's data can be trusted as recorded: finished, and its files as checksummed."""
+
+    status: str
+    verified: bool
+    changed: tuple[str, ...]
+
+    @property
+    def note(self) -> str:
+        if self.changed:
+            return f"modified after the run: {', '.join(self.changed)}"
+        if self.status == "running":
+            return "unfinished (still running or crashed): no checksums, unverified"
+        if self.status != "complete":
+            return f"{self.status}: incomplete data" + ("" if self.verified else ", unverified")
+        return "complete, verified"
+
+
+def run_state(path: Path) -> RunState:
+    manifest = load_manifest(path)
+    if not manifest.checksums:
+        return RunState(manifest.status, False, ())
+    now_ = checksums(path)
+    names = set(manifest.checksums)
+    if manifest.format_version >= 2:   # format 1 did not checksum variables/: files added since count
+        names |= now_.keys()
+    changed = tuple(sorted(n for n in names if manifest.checksums.get(n) != now_.get(n)))
+    return RunState(manifest.status, not changed, changed)
 
 
 def _repair_torn_tail(path: Path) -> int:
@@ -259,9 +477,7 @@ def list_runs(root: Path | None = None) -> list[dict]:
 
 def verify(path: Path, accept_modified: bool = False) -> list[str]:
     """Files whose checksum no longer matches the manifest (edited after the run)."""
-    manifest = read_manifest(path)
-    changed = [name for name, digest in manifest.get("checksums", {}).items()
-               if not (path / name).exists() or sha256_file(path / name) != digest]
+    changed = list(run_state(path).changed)
     if changed and not accept_modified:
         raise DataError(f"{path}: {', '.join(changed)} changed after the run (checksum mismatch); "
                         "pass --accept-modified to analyse it anyway")
@@ -269,15 +485,18 @@ def verify(path: Path, accept_modified: bool = False) -> list[str]:
 
 
 def read_results(path: Path, accept_modified: bool = False) -> pd.DataFrame:
+    """One run's results. `df.attrs["run_state"]` says whether they are finished and verified:
+    a run still `running` (or crashed) has no checksums yet, and its analysis must say so."""
     verify(path, accept_modified)
-    manifest = read_manifest(path)
+    state = run_state(path)
+    manifest = load_manifest(path)
     df = _read_csv(path / "results.csv")
-    if list(df.columns) != manifest["columns"]:
+    if list(df.columns) != list(manifest.columns):
         raise DataError(f"{path}/results.csv: header does not match the manifest's columns")
-    factors = manifest.get("factors", [])
-    for col in ["condition", "target", "workload", "metric", "unit", *factors]:
+    for col in ["condition", "target", "workload", "metric", "unit", *manifest.factors]:
         df[col] = df[col].astype(str)
     df["contention"] = df["contention"].astype(str).str.lower().isin(["true", "1"])
+    df.attrs["run_state"] = {"status": state.status, "verified": state.verified, "note": state.note}
     return df
 
 

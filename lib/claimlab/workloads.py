@@ -30,16 +30,10 @@ import mysql.connector
 
 from .errors import ServerGone, WorkloadError
 from .schema import Fields
+from .store import Metric
 
 _IDENT = re.compile(r"^[A-Za-z0-9_]+$")
 SYSBENCH_DIR = "/usr/share/sysbench"
-
-
-@dataclass(frozen=True)
-class Metric:
-    name: str
-    value: float
-    unit: str
 
 
 @dataclass(frozen=True)

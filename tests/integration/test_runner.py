@@ -107,7 +107,8 @@ def test_killed_server_is_retried_and_nothing_is_lost(tmp_path, write_params, ma
     try:
         run_dir = _wait_for(lambda: _run_dir(tmp_path))
         _wait_for(lambda: _measurements(run_dir) >= 1)
-        victim = _server_pids(run_dir)[-1]
+        # a server that is alive now (the unit that stored the first row may have ended already)
+        victim = _wait_for(lambda: next((p for p in reversed(_server_pids(run_dir)) if pid_alive(p)), None))
         os.kill(victim, signal.SIGKILL)   # in the middle of a unit: the next CALL finds it gone
         out, err = proc.communicate(timeout=240)
     finally:
@@ -197,19 +198,18 @@ def test_crash_of_claimlab_leaves_a_resumable_run_and_its_server_is_reaped(tmp_p
 
 
 def test_sequential_design_stops_when_the_claim_is_decided(tmp_path, write_params, mariadbd):
-    from claimlab.claims import load_claims
+    from claimlab import stats
     text = EXP.format(rows=300, iterations=2).replace("ins:", "insert_loop:").replace(
         "max_attempts: 3}", "max_attempts: 3, sequential: {min_blocks: 3, max_blocks: 8, target_rel_width: 0.5}}")
     exp = params.load(write_params(text, name="binlog_default"))
-    claim = load_claims(ROOT / "data" / "claims.yaml")["C4"]
     outcome = runner.run(exp, data_root=tmp_path / "raw", work_root=tmp_path / "work", progress=False,
-                         claim=claim)
+                         should_stop=stats.stopping_for(exp))
     decisions = [e for e in _events(outcome.path) if e["event"] == "sequential"]
     assert decisions and decisions[-1]["stop"] is True
     blocks = read_results(outcome.path)["repetition"].nunique()
     assert 3 <= blocks < 8, decisions       # binlog on vs off is decided long before the cap
     assert [d["blocks"] for d in decisions] == list(range(1, blocks + 1))[-len(decisions):]
-    assert runner.stop_rule(read_manifest(outcome.path)).max_blocks == 8
+    assert StopRule.of_manifest(read_manifest(outcome.path)).max_blocks == 8
 
 
 def test_two_runs_at_once_do_not_collide(tmp_path, write_params, mariadbd):
@@ -224,6 +224,20 @@ def test_two_runs_at_once_do_not_collide(tmp_path, write_params, mariadbd):
         assert read_manifest(run_dir)["status"] == "complete"
     pids = _server_pids(runs[0]) + _server_pids(runs[1])
     assert len(set(pids)) == len(pids) and not any(pid_alive(p) for p in pids)
+
+
+def _sysbench_running(session: int) -> bool:
+    """A `sysbench ... run` process in the claimlab run's session (not its load phase)."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmd = (entry / "cmdline").read_bytes().split(b"\0")
+            if os.getsid(int(entry.name)) == session and cmd[0].endswith(b"sysbench") and b"run" in cmd:
+                return True
+        except (OSError, IndexError):
+            continue
+    return False
 
 
 def test_sigterm_during_sysbench_leaves_no_process_behind(tmp_path, write_params, mariadbd):
@@ -242,7 +256,7 @@ design: {repetitions: 2, warmup: 0, iterations: 1}
     try:
         run_dir = _wait_for(lambda: _run_dir(tmp_path))
         _wait_for(lambda: _server_pids(run_dir))
-        time.sleep(4)                      # sysbench is in its 60 s measured phase now
+        _wait_for(lambda: _sysbench_running(proc.pid))   # in its 60 s measured phase now
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=120)
     finally:

@@ -5,26 +5,38 @@ import json
 import pytest
 
 from claimlab.errors import DataError
-from claimlab.store import RunStore, find_run, read_results, verify
+from claimlab.store import (
+    RESERVED_COLUMNS,
+    MeasurementRecord,
+    Metric,
+    RunManifest,
+    RunStore,
+    find_run,
+    read_manifest,
+    read_results,
+    run_state,
+    verify,
+)
 
 
-def _row(store, condition="binlog=on", repetition=0, iteration=0, metric="elapsed_s", value=1.0):
-    return {"run_id": store.run_id, "claim": "C4", "experiment": "exp", "condition": condition,
-            "binlog": condition.split("=")[1], "target": "default", "server_version": "10.11",
-            "workload": "ins", "repetition": repetition, "iteration": iteration, "seq": 0,
-            "attempt": 1, "metric": metric, "value": value, "unit": "s", "started_at": "t0",
-            "ended_at": "t1", "contention": False}
+def _row(store, condition="binlog=on", repetition=0, iteration=0, metrics=(("elapsed_s", 1.0),),
+         levels=None):
+    return MeasurementRecord(
+        run_id=store.run_id, claim="C4", experiment="exp", condition=condition,
+        levels=levels or (("binlog", condition.split("=")[1]),), target="default", server_version="10.11",
+        workload="ins", repetition=repetition, iteration=iteration, seq=0, attempt=1, started_at="t0",
+        ended_at="t1", contention=False, metrics=tuple(Metric(n, v, "s") for n, v in metrics))
 
 
 @pytest.fixture
 def store(tmp_path):
-    return RunStore.create(tmp_path / "raw", "exp", ["binlog"], {"claim": "C4", "experiment": "exp",
-                                                               "factors": ["binlog"]})
+    return RunStore.create(tmp_path / "raw", RunManifest.new(experiment="exp", claim="C4", profile="quick",
+                                                            factors=["binlog"]))
 
 
 def test_append_and_read_back(store):
-    store.append_measurement([_row(store), _row(store, metric="roundtrip_s", value=0.001)])
-    store.append_measurement([_row(store, iteration=1, value=2.0)])
+    store.append(_row(store, metrics=(("elapsed_s", 1.0), ("roundtrip_s", 0.001))))
+    store.append(_row(store, iteration=1, metrics=(("elapsed_s", 2.0),)))
     df = read_results(store.path)
     assert len(df) == 3
     assert store.completed() == {("binlog=on", "ins", 0, 0), ("binlog=on", "ins", 0, 1)}
@@ -33,11 +45,12 @@ def test_append_and_read_back(store):
 
 def test_run_directory_is_never_reused(tmp_path, store):
     with pytest.raises(FileExistsError):
-        RunStore.create(tmp_path / "raw", "exp", ["binlog"], {}, run_id=store.run_id)
+        RunStore.create(tmp_path / "raw", RunManifest.new(experiment="exp", claim="C4", profile="quick",
+                                                          factors=["binlog"], run_id=store.run_id))
 
 
 def test_torn_last_line_is_detected_then_repaired(store):
-    store.append_measurement([_row(store)])
+    store.append(_row(store))
     with open(store.path / "results.csv", "a") as fh:
         fh.write("20261122,C4,exp,binlog=on,on,def")   # a crash mid-write
     with pytest.raises(DataError, match="torn"):
@@ -49,7 +62,7 @@ def test_torn_last_line_is_detected_then_repaired(store):
 
 
 def test_edit_after_finish_is_refused_unless_accepted(store):
-    store.append_measurement([_row(store)])
+    store.append(_row(store))
     store.finish("complete")
     assert verify(store.path) == []
     text = (store.path / "results.csv").read_text().replace(",1.0,", ",0.5,")
@@ -68,11 +81,58 @@ def test_unknown_format_version_is_refused(store):
 
 
 def test_measurement_missing_a_column_is_refused(store):
-    row = _row(store)
-    del row["binlog"]
     with pytest.raises(DataError, match="binlog"):
-        store.append_measurement([row])
+        store.append(_row(store, levels=(("charset", "x"),)))
     assert store.completed() == set()
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), "1.0", True])
+def test_metric_refuses_what_is_not_a_finite_number(bad):
+    with pytest.raises(ValueError, match="finite"):
+        Metric("elapsed_s", bad, "s")
+
+
+def test_measurement_record_is_validated_when_built(store):
+    with pytest.raises(ValueError, match="repeats"):
+        _row(store, metrics=(("elapsed_s", 1.0), ("elapsed_s", 2.0)))
+    with pytest.raises(ValueError, match="attempt"):
+        MeasurementRecord(**{**_row(store).__dict__, "attempt": 0})
+    with pytest.raises(ValueError, match="results column"):
+        _row(store, levels=(("attempt", "x"),))
+
+
+def test_reserved_names_are_the_store_columns():
+    assert {"attempt", "started_at", "server_version", "contention", "experiment", "metric"} <= RESERVED_COLUMNS
+    with pytest.raises(ValueError, match="results column"):
+        RunManifest.new(experiment="e", claim="C1", profile="quick", factors=["ended_at"])
+
+
+def test_unfinished_run_reads_as_unverified(store):
+    store.append(_row(store))
+    assert read_results(store.path).attrs["run_state"]["verified"] is False
+    assert "unverified" in run_state(store.path).note
+    store.finish("complete")
+    assert read_results(store.path).attrs["run_state"] == {"status": "complete", "verified": True,
+                                                          "note": "complete, verified"}
+
+
+def test_server_variables_are_inside_the_checksums(store):
+    sha = store.record_server({"seq": 0, "attempt": 1}, {"log_bin": "ON"})
+    store.finish("complete")
+    assert f"variables/{sha}.json" in read_manifest(store.path)["checksums"]
+    (store.path / "variables" / f"{sha}.json").write_text('{"log_bin": "OFF"}\n')
+    with pytest.raises(DataError, match="variables/"):
+        read_results(store.path)
+
+
+def test_format_1_runs_stay_readable():
+    from conftest import ROOT
+    runs = sorted((ROOT / "data" / "raw").glob("*/*/manifest.json"))
+    assert runs, "the shipped v1 runs are missing"
+    v1 = [m.parent for m in runs if read_manifest(m.parent)["format_version"] == 1]
+    assert v1
+    df = read_results(v1[0])
+    assert len(df) > 0 and df.attrs["run_state"]["verified"]
 
 
 def test_find_run(tmp_path, store):
@@ -84,7 +144,7 @@ def test_find_run(tmp_path, store):
 def test_disk_full_mid_write_leaves_a_valid_file(store, monkeypatch):
     """A write that stops half-way (ENOSPC) is cut back: no torn line, the measurement is not done."""
     import os as os_module
-    store.append_measurement([_row(store)])
+    store.append(_row(store))
     real_write = os_module.write
 
     def half_then_full(fd, data):
@@ -93,7 +153,7 @@ def test_disk_full_mid_write_leaves_a_valid_file(store, monkeypatch):
 
     monkeypatch.setattr(os_module, "write", half_then_full)
     with pytest.raises(DataError, match="No space left on device.*--resume"):
-        store.append_measurement([_row(store, iteration=1)])
+        store.append(_row(store, iteration=1))
     monkeypatch.undo()
     assert store.completed() == {("binlog=on", "ins", 0, 0)}
     assert (store.path / "results.csv").read_bytes().endswith(b"\n")
@@ -104,4 +164,4 @@ def test_unwritable_results_file_is_a_clear_error(store):
     (store.path / "results.csv").unlink()
     (store.path / "results.csv").mkdir()   # cannot be opened for writing, even by root
     with pytest.raises(DataError, match="results.csv: cannot open for writing"):
-        store.append_measurement([_row(store)])
+        store.append(_row(store))

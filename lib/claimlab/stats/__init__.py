@@ -33,6 +33,7 @@ from .sequential import (
                     sequential_look,
                     should_stop,
                     stop_callback,
+                    stopping_for,
 )
 from .speed import PROBE_METRICS, SLOW_FACTOR, flagged_share, speed_flags
 from .verdicts import VERDICTS, Verdict, target_note, verdict
@@ -46,5 +47,5 @@ __all__ = [
     "holm", "log_ratio", "mean_interval", "minimal_detectable_effect", "obrien_fleming_spending",
     "outlier_rule", "paired_power", "per_operation", "prepare", "ratio_interval",
     "repeated_interval", "run_components", "run_spread", "sequential_alpha", "sequential_look",
-    "should_stop", "stop_callback", "speed_flags", "summary_line", "target_note", "verdict",
+    "should_stop", "stop_callback", "stopping_for", "speed_flags", "summary_line", "target_note", "verdict",
 ]

@@ -157,6 +157,18 @@ def stop_callback(claim: Claim, rule: StopRule, policy: Policy = DEFAULT_POLICY
     return callback
 
 
+def stopping_for(exp) -> Callable[[Path], tuple[bool, str]] | None:
+    """The stopping callback an experiment's own design asks for (None for a fixed design): every
+    path that runs an experiment (command line, notebooks, ablations) takes it from here, so a
+    sequential design always stops by its rule and is analysed at the level that rule leaves."""
+    if exp.design.sequential is None:
+        return None
+    from claimlab.claims import load_claims
+    from claimlab.store import project_root
+    claim = load_claims(project_root() / "data" / "claims.yaml")[exp.claim]
+    return stop_callback(claim, exp.design.sequential)
+
+
 def obrien_fleming_spending(fraction: np.ndarray, alpha: float) -> np.ndarray:
     """Alpha spent by information fraction t: 2 - 2 Phi(z_{1-alpha/2} / sqrt(t)) (Lan & DeMets 1983).
 

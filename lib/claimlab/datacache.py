@@ -1,0 +1,109 @@
+"""Loaded data directories kept between runs: load a table once per server binary, configuration
+and workload definition, then start later runs from a copy.
+
+A run reuses one data directory per configuration across its own restarts already; this keeps
+the one a run leaves behind (copied after a clean shutdown, so InnoDB needs no recovery) in the
+cache, keyed by everything that decides its content: the server binary and its version, the
+effective server options, and the schemas of the cell's workloads (each schema is named by a
+hash of the parameters that decide what is loaded, see `Workload.schema`). Only loads that took
+long enough to be worth a copy are kept; the cache is bounded and evicts the least recently used.
+Warm-up is not skipped by a cached start: buffer pools start cold either way, and the warm-up
+iterations are run and recorded as before.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from pathlib import Path
+
+from .servers import cache_dir
+
+MIN_LOAD_S = 2.0                 # loads shorter than this are cheaper than a copy of the directory
+MAX_BYTES = 4 * 1024 ** 3        # the cache keeps at most this much, oldest use evicted first
+FORMAT = 1                       # bump when what a key covers changes
+
+
+def root() -> Path:
+    return cache_dir() / "datadirs"
+
+
+def key(server, schemas: list[str]) -> str | None:
+    """The cache key of a local server's loaded data directory; None for servers claimlab does not
+    own (external targets) or that cannot be copied."""
+    binary = getattr(server, "binary", None)
+    datadir = getattr(server, "datadir", None)
+    if binary is None or datadir is None:
+        return None
+    try:
+        stat = Path(binary).stat()
+    except OSError:
+        return None
+    identity = {"format": FORMAT, "binary": str(binary), "size": stat.st_size, "mtime": int(stat.st_mtime),
+                "flavor": repr(getattr(server, "flavor", None)), "options": server.options.as_dict(),
+                "target_kind": server.target.kind, "schemas": sorted(set(schemas))}
+    return hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()[:24]
+
+
+def restore(server, cache_key: str | None) -> bool:
+    """Copy a cached data directory into a server home that has none yet. True if one was used."""
+    if cache_key is None or server.datadir.exists():
+        return False
+    entry = root() / cache_key
+    if not (entry / "data").is_dir():
+        return False
+    server.home.mkdir(parents=True, exist_ok=True)
+    partial = server.home / "data.partial"
+    shutil.rmtree(partial, ignore_errors=True)
+    shutil.copytree(entry / "data", partial, symlinks=True)
+    password = entry / "root.password"
+    if password.exists():
+        fd = os.open(server.password_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(password.read_text())
+    partial.rename(server.datadir)
+    os.utime(entry)
+    return True
+
+
+def save(server, cache_key: str | None) -> bool:
+    """Keep a stopped server's data directory (and the root password that opens it, mode 0600).
+    Writes into a private directory, then renames: concurrent runs never see half an entry."""
+    if cache_key is None or not server.datadir.is_dir():
+        return False
+    entry = root() / cache_key
+    if entry.exists():
+        return False
+    root().mkdir(parents=True, exist_ok=True)
+    tmp = root() / f".{cache_key}.{os.getpid()}.tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        shutil.copytree(server.datadir, tmp / "data", symlinks=True)
+        if server.password_file.exists():
+            fd = os.open(tmp / "root.password", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w") as fh:
+                fh.write(server.password_file.read_text())
+        os.chmod(tmp, 0o700)
+        tmp.rename(entry)
+    except OSError:
+        shutil.rmtree(tmp, ignore_errors=True)   # a full disk costs the cache entry, not the run
+        return False
+    _evict()
+    return True
+
+
+def _size(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file() and not p.is_symlink())
+
+
+def _evict() -> None:
+    entries = sorted((p for p in root().iterdir() if not p.name.startswith(".")), key=lambda p: p.stat().st_mtime)
+    sizes = {p: _size(p) for p in entries}
+    total = sum(sizes.values())
+    for p in entries[:-1]:          # never the newest
+        if total <= MAX_BYTES:
+            break
+        shutil.rmtree(p, ignore_errors=True)
+        total -= sizes[p]
