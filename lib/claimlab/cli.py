@@ -151,8 +151,6 @@ def _claim_for(claim_id: str):
 def cmd_validate(args) -> int:
     """Params files load with every profile, ablation files (in an `ablation` directory) likewise,
     and a `claims.yaml` as the claims; with no names: params/, params/ablation/ and data/claims.yaml."""
-    from . import ablation
-    from .claims import load_claims
     if args.params:
         paths = [_validate_path(name) for name in args.params]
     else:
@@ -160,11 +158,15 @@ def cmd_validate(args) -> int:
         paths += [p for p in [Path("data", "claims.yaml")] if p.is_file()]
     for path in paths:
         if path.name == "claims.yaml":
+            from .claims import load_claims
             load_claims(path)
-        else:
-            loader = ablation.load if path.parent.name == "ablation" else params_mod.load
+        elif path.parent.name == "ablation":
+            from . import ablation  # imported only when needed: it loads the statistics and plots
             for profile in params_mod.PROFILES:
-                loader(path, profile)
+                ablation.load(path, profile)
+        else:
+            for profile in params_mod.PROFILES:
+                params_mod.load(path, profile)
         print(f"ok: {path}")
     return 0
 
