@@ -262,7 +262,7 @@ def _option_sets(pairs: list[str], source: str):
         try:
             parsed = yaml.safe_load(value) if value else ""
         except yaml.YAMLError:
-            parsed = value
+            raise ClaimlabError(f"{source}: {key}: cannot read the value {value[:60]!r}; quote it") from None
         if key in known:
             values[key] = parsed
         else:

@@ -30,7 +30,7 @@ from pydantic import BeforeValidator, Field, create_model, model_validator
 
 from . import workloads as wl
 from .errors import ConfigError
-from .schema import LevelName, Model, Name, Text, check_name, fail, read_yaml, show, validate
+from .schema import LevelName, Model, Name, Text, cap, check_name, fail, read_yaml, show, validate
 from .servers import KINDS, ServerOptions, TargetSpec
 from .stopping import StopRule
 from .store import BASE_COLUMNS, TAIL_COLUMNS
@@ -131,11 +131,12 @@ def _record(build):
     try:
         return build()
     except ValueError as exc:
-        field, sep, message = str(exc).partition(": ")
+        text = cap(str(exc), 300)        # records quote the refused value at any length
+        field, sep, message = text.partition(": ")
         if sep and " " not in field:
             raise fail(message, field) from None
-        first = str(exc).split()[0]
-        raise fail(str(exc), first if first.isidentifier() else None) from None
+        first = text.split()[0]
+        raise fail(text, first if first.isidentifier() else None) from None
 
 
 def _version_text(value: Any) -> Any:

@@ -117,7 +117,7 @@ def read_yaml(path: str | Path) -> Any:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise ConfigError(source, where, f"malformed YAML: {_cap(problem)}") from None
+        raise ConfigError(source, where, f"malformed YAML: {cap(problem)}") from None
     finally:
         loader.dispose()
 
@@ -128,14 +128,15 @@ _repr = reprlib.Repr()
 _repr.maxstring, _repr.maxother, _repr.maxlevel, _repr.maxlist, _repr.maxdict = 40, 40, 2, 4, 4
 
 
-def _cap(text: str, limit: int = 120) -> str:
+def cap(text: str, limit: int = 120) -> str:
+    """One line of at most `limit` characters."""
     text = " ".join(str(text).split())
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def show(value: Any) -> str:
     """A value as an error may echo it: repr, cut short (a refused value may be megabytes)."""
-    return _cap(_repr.repr(value), 60)
+    return cap(_repr.repr(value), 60)
 
 
 def kind_of(value: Any) -> str:
@@ -220,13 +221,15 @@ def validate(model: type[M], data: Any, source: str | Path, where: str = "") -> 
 
 def config_error(exc: ValidationError, source: str | Path, where: str = "") -> ConfigError:
     error = exc.errors(include_url=False)[0]
-    loc = [part for part in error["loc"] if part != "[key]"]
+    loc = list(error["loc"])
+    if loc and loc[-1] == "[key]":    # a mapping key was refused: name it as written (`on` is True)
+        loc[-2:] = [cap(str(error["input"]), 60)]
     ctx = error.get("ctx") or {}
     if error["type"] == "claimlab" and "field" in ctx:
         loc.append(ctx["field"])
     path = where
     for part in loc:
-        path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
+        path += f"[{part}]" if type(part) is int else (f".{part}" if path else str(part))
     return ConfigError(source, path or "(top level)", _message(error, ctx))
 
 
@@ -255,8 +258,8 @@ def _message(error: dict, ctx: dict) -> str:
         return f"expected {ctx.get('min_length') if kind == 'too_short' else ctx.get('max_length')} " \
                f"item(s) at {'least' if kind == 'too_short' else 'most'}, got {ctx.get('actual_length')}"
     if kind == "value_error":      # a record's own check; it may quote the value at any length
-        return _cap(str(ctx["error"]), 300)
+        return cap(str(ctx["error"]), 300)
     if kind == "claimlab":         # ours: values in it already pass through show()
         return " ".join(ctx["message"].split())
-    return _cap(error["msg"])
+    return cap(error["msg"])
 
