@@ -28,7 +28,6 @@ MAX_NODES = 100_000
 NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,47}$")
 # Levels end up in CSV cells and condition ids.
 LEVEL_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,47}$")
-IDENT_RE = re.compile(r"^[A-Za-z0-9_]+$")    # charset and collation names
 
 
 # --------------------------------------------------------------------------- reading YAML
@@ -174,22 +173,12 @@ class Model(BaseModel):
         return data
 
 
-def _name(value: str) -> str:
-    if not NAME_RE.match(value):
-        raise ValueError(f"{show(value)} is not a valid name (a letter, then letters, digits, underscore)")
-    return value
-
-
-def _level(value: str) -> str:
-    if not LEVEL_RE.match(value):
-        raise ValueError(f"{show(value)} is not a valid name (letters, digits, '_', '.', '-')")
-    return value
-
-
-def _ident(value: str) -> str:
-    if not IDENT_RE.match(value):
-        raise ValueError(f"{show(value)} is not a charset/collation name")
-    return value
+def _matching(pattern: re.Pattern, what: str) -> AfterValidator:
+    def check(value: str) -> str:
+        if not pattern.match(value):
+            raise ValueError(f"{show(value)} is not a valid name ({what})")
+        return value
+    return AfterValidator(check)
 
 
 def _text(value: str) -> str:
@@ -198,9 +187,8 @@ def _text(value: str) -> str:
     return value.strip()
 
 
-Name = Annotated[str, AfterValidator(_name)]
-LevelName = Annotated[str, AfterValidator(_level)]
-Ident = Annotated[str, AfterValidator(_ident)]
+Name = Annotated[str, _matching(NAME_RE, "a letter, then letters, digits, underscore")]
+LevelName = Annotated[str, _matching(LEVEL_RE, "letters, digits, '_', '.', '-'")]
 Text = Annotated[str, AfterValidator(_text)]
 M = TypeVar("M", bound=BaseModel)
 
