@@ -34,13 +34,14 @@ from typing import Any
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from pydantic import model_validator
 
 from . import params as params_mod
 from . import stats
 from . import workloads as wl
 from .errors import ConfigError, DataError
 from .params import Design, Experiment, Factor, Level
-from .schema import LEVEL_RE, NAME_RE, Fields, check_name
+from .schema import LEVEL_RE, NAME_RE, Model, Name, check_name, fail, read_yaml, validate
 from .servers import ServerOptions, TargetSpec
 
 FACTOR = "step"
@@ -154,44 +155,58 @@ class Ablation:
                           document=self.document or {"ablation": self.name})
 
 
+class _AblationProfile(Model):
+    design: params_mod.DesignIn = params_mod.DesignIn()
+    workload: dict[str, Any] = {}
+
+
+class _AblationProfiles(params_mod.ProfilesIn):
+    smoke: _AblationProfile | None = None
+    quick: _AblationProfile | None = None
+    full: _AblationProfile | None = None
+
+
+class AblationFile(Model):
+    description: str = ""
+    target: dict[str, Any] = {}
+    workloads: dict[Name, dict[str, Any]]
+    slow: params_mod.ServerOptionsIn
+    fast: params_mod.ServerOptionsIn
+    order: list[str] = []
+    metric: Name = "elapsed_s"
+    design: params_mod.DesignIn = params_mod.DesignIn()
+    profiles: _AblationProfiles = _AblationProfiles()
+
+    @model_validator(mode="after")
+    def _one_workload(self):
+        if len(self.workloads) != 1:
+            raise fail("an ablation measures exactly one workload", "workloads")
+        return self
+
+
 def load(path: str | Path, profile: str = "quick") -> Ablation:
     """An ablation file, validated: unknown keys and impossible plans are errors naming the field."""
     path = Path(path)
     source = str(path)
     if profile not in params_mod.PROFILES:
         raise ConfigError(source, "profile", f"must be one of {', '.join(params_mod.PROFILES)}")
-    document = params_mod.read_yaml(path)
-    top = Fields(document, source)
+    document = read_yaml(path)
+    doc = validate(AblationFile, document, source)
     name = check_name(path.stem, source, "(file name)")
-    target = TargetSpec.from_fields("default", top.sub("target"))
-    entries = top.sub("workloads", required=True)
-    items = entries.entries()
-    if len(items) != 1:
-        raise entries.error("", "an ablation measures exactly one workload")
-    wname = check_name(items[0][0], source, f"workloads.{items[0][0]}")
-    workload = wl.build(wname, entries.sub(wname))
-    slow = ServerOptions.from_fields(top.sub("slow", required=True))
-    fast = ServerOptions.from_fields(top.sub("fast", required=True))
-    order = tuple(str(o) for o in top.get("order", list, []))
-    metric = top.get("metric", str, "elapsed_s")
-    design = params_mod.design_from_fields(top.sub("design"), Design(), {target.name: target})
-    profiles = top.sub("profiles")
-    for pname in profiles.data:
-        if pname not in params_mod.PROFILES:
-            raise profiles.error(pname, f"unknown profile (allowed: {', '.join(params_mod.PROFILES)})")
-    if profiles.has(profile):
-        prof = profiles.sub(profile)
-        design = params_mod.design_from_fields(prof.sub("design"), design, {target.name: target})
-        if prof.has("workload"):
-            workload = wl.with_overrides(workload, prof.sub("workload"))
-        prof.done()
-    profiles.entries()
-    description = top.get("description", str, "")
-    top.done()
+    target = params_mod.target("default", doc.target, source, "target")
+    (wname, wdata), = doc.workloads.items()
+    workload = params_mod.workload(wname, wdata, source, f"workloads.{wname}")
+    targets = {target.name: target}
+    design = doc.design.applied(Design(), targets, source, "design")
+    prof = getattr(doc.profiles, profile)
+    if prof is not None:
+        design = prof.design.applied(design, targets, source, f"profiles.{profile}.design")
+        if prof.workload:
+            workload = params_mod.with_overrides(workload, prof.workload, source, f"profiles.{profile}.workload")
     try:
-        return Ablation(name=name, target=target, workload=workload, slow=slow, fast=fast, order=order,
-                        metric=metric, design=design, source=source, description=description,
-                        profile=profile, document=document)
+        return Ablation(name=name, target=target, workload=workload, slow=doc.slow.record(),
+                        fast=doc.fast.record(), order=tuple(doc.order), metric=doc.metric, design=design,
+                        source=source, description=doc.description, profile=profile, document=document)
     except ValueError as exc:
         field_name, _, message = str(exc).partition(": ")
         raise ConfigError(source, field_name, message) from None

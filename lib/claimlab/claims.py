@@ -13,11 +13,12 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-import yaml
+from pydantic import AfterValidator, model_validator
 
-from claimlab.errors import ConfigError
+from .errors import ConfigError
+from .schema import Model, Text, fail, kind_of, read_yaml, show, validate
 
 KINDS = ("effect", "null")
 DIRECTIONS = ("lower", "higher", "two_sided")
@@ -161,200 +162,114 @@ class Claim:
                              "equivalence is never tested in a family with effects")
 
 
+class _Figure(Model):
+    what: Text
+    value: Any
+    unit: Text
+    note: str = ""
+
+    @model_validator(mode="after")
+    def _value(self):
+        value = self.value
+        numbers = value if isinstance(value, list) else [value]
+        if isinstance(value, list) and len(value) != 2:
+            raise fail(f"expected a number or a [low, high] list, got {show(value)}", "value")
+        for number in numbers:
+            if isinstance(number, bool) or not isinstance(number, (int, float)):
+                raise fail(f"expected a number, got {kind_of(number)} {show(number)}", "value")
+            if not math.isfinite(number):
+                raise fail("expected a finite number", "value")
+        return self
+
+
+def _snake_case(name: str) -> str:
+    if not _NAME.match(name):
+        raise ValueError(f"{show(name)}: use lower_snake_case")
+    return name
+
+
+class _Comparison(Model):
+    name: Annotated[str, AfterValidator(_snake_case)]
+    experiment: Text
+    workload: Text
+    metric: Text
+    baseline: dict[Text, Text]
+    treatment: dict[Text, Text]
+    kind: Text
+    direction: Text | None = None
+    published_ratio: float | None = None
+    equivalence_margin: float = DEFAULT_EQUIVALENCE_MARGIN
+    source_target: Text | None = None
+    family: Text | None = None
+    note: str = ""
+
+
+class _Claim(Model):
+    title: Text
+    sources: list[Text]
+    source_target: Text
+    setup: Text
+    published: list[_Figure]
+    comparisons: list[_Comparison]
+    notes: str = ""
+
+
+class _ClaimsFile(Model):
+    version: int = 1
+    claims: dict[str, _Claim]
+
+    @model_validator(mode="after")
+    def _valid(self):
+        if self.version != 1:
+            raise fail("only version 1 is understood", "version")
+        if not self.claims:
+            raise fail("expected a non-empty mapping of claim id to claim", "claims")
+        return self
+
+
 def load_claims(path: str | Path) -> dict[str, Claim]:
     """Read and validate a claims file; raise ConfigError naming the file and field."""
-    path = Path(path)
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(path, "", f"cannot read: {exc.strerror or exc}") from exc
-    except yaml.YAMLError as exc:
-        raise ConfigError(path, "", f"not valid YAML: {exc}") from exc
-    return parse_claims(data, path)
+    return parse_claims(read_yaml(path), path)
 
 
 def parse_claims(data: Any, source: str | Path) -> dict[str, Claim]:
     """Build claims from already-parsed YAML; `source` only names the origin in errors."""
-    top = _Fields(data, source, "", required=("claims",), optional=("version",))
-    if top.get("version", 1) != 1:
-        raise ConfigError(source, "version", "only version 1 is understood")
-    claims_field = top.child("claims")
-    raw_claims = claims_field.value
-    if not isinstance(raw_claims, dict) or not raw_claims:
-        raise ConfigError(source, "claims", "expected a non-empty mapping of claim id to claim")
-    return {
-        str(claim_id): _claim(str(claim_id), claims_field.at(claim_id))
-        for claim_id in raw_claims
-    }
+    doc = validate(_ClaimsFile, data, source)
+    return {claim_id: _claim(claim_id, claim, source) for claim_id, claim in doc.claims.items()}
 
 
-def _claim(claim_id: str, node: _Node) -> Claim:
-    fields = _Fields(
-        node.value,
-        node.source,
-        node.path,
-        required=("title", "sources", "source_target", "setup", "published", "comparisons"),
-        optional=("notes",),
-    )
-    target = fields.string("source_target")
-    published = fields.child("published").items()
-    comparisons = fields.child("comparisons").items()
-    return node.build(
-        Claim,
-        id=claim_id,
-        title=fields.string("title"),
-        sources=tuple(item.string() for item in fields.child("sources").items()),
-        source_target=target,
-        setup=fields.string("setup"),
-        published=tuple(_figure(item) for item in published),
-        comparisons=tuple(_comparison(item, target) for item in comparisons),
-        notes=fields.string("notes", ""),
-    )
+def _build(cls: type, source: str | Path, where: str, **values: Any) -> Any:
+    """Construct a record, turning its own validation errors into a ConfigError at `where`."""
+    try:
+        return cls(**values)
+    except ValueError as exc:
+        raise ConfigError(source, where, str(exc)) from None
 
 
-def _figure(node: _Node) -> PublishedFigure:
-    fields = _Fields(
-        node.value, node.source, node.path, required=("what", "value", "unit"), optional=("note",)
-    )
-    value_node = fields.child("value")
-    if isinstance(value_node.value, list):
-        low, high = (item.number() for item in value_node.items(length=2))
-        value: float | tuple[float, float] = (low, high)
-    else:
-        value = value_node.number()
-    return node.build(
-        PublishedFigure,
-        what=fields.string("what"),
-        value=value,
-        unit=fields.string("unit"),
-        note=fields.string("note", ""),
-    )
+def _claim(claim_id: str, claim: _Claim, source: str | Path) -> Claim:
+    where = f"claims.{claim_id}"
+    published = tuple(_build(PublishedFigure, source, f"{where}.published[{i}]", what=f.what,
+                             value=tuple(float(v) for v in f.value) if isinstance(f.value, list) else float(f.value),
+                             unit=f.unit, note=f.note)
+                      for i, f in enumerate(claim.published))
+    comparisons = tuple(_comparison(c, claim.source_target, source, f"{where}.comparisons[{i}]")
+                        for i, c in enumerate(claim.comparisons))
+    return _build(Claim, source, where, id=claim_id, title=claim.title, sources=tuple(claim.sources),
+                  source_target=claim.source_target, setup=claim.setup, published=published,
+                  comparisons=comparisons, notes=claim.notes)
 
 
-def _comparison(node: _Node, claim_target: str) -> Comparison:
-    fields = _Fields(
-        node.value,
-        node.source,
-        node.path,
-        required=("name", "experiment", "workload", "metric", "baseline", "treatment", "kind"),
-        optional=(
-            "direction",
-            "published_ratio",
-            "equivalence_margin",
-            "source_target",
-            "note",
-            "family",
-        ),
-    )
-    name = fields.string("name")
-    if not _NAME.match(name):
-        raise ConfigError(node.source, f"{node.path}.name", "use lower_snake_case")
-    ratio_node = fields.child("published_ratio", None)
-    ratio = None if ratio_node.value is None else ratio_node.number()
-    direction = fields.string("direction", "") or None
-    if direction is None and ratio is not None:
-        direction = "lower" if ratio < 1 else "higher"
-    margin_node = fields.child("equivalence_margin", DEFAULT_EQUIVALENCE_MARGIN)
-    return node.build(
-        Comparison,
-        name=name,
-        experiment=fields.string("experiment"),
-        workload=fields.string("workload"),
-        metric=fields.string("metric"),
-        baseline=_condition(fields.child("baseline")),
-        treatment=_condition(fields.child("treatment")),
-        kind=fields.string("kind"),
-        source_target=fields.string("source_target", claim_target),
-        direction=direction,
-        published_ratio=ratio,
-        equivalence_margin=margin_node.number(),
-        note=fields.string("note", ""),
-        family=fields.string("family", ""),
-    )
-
-
-def _condition(node: _Node) -> Condition:
-    if not isinstance(node.value, dict) or not node.value:
-        raise ConfigError(node.source, node.path, "expected a mapping of factor to level")
-    levels = {str(factor): node.at(factor).string() for factor in node.value}
-    return node.build(Condition, levels=tuple(sorted(levels.items())))
-
-
-@dataclass(frozen=True)
-class _Node:
-    """A parsed YAML value with the file and field path that errors must name."""
-
-    value: Any
-    source: str | Path
-    path: str
-
-    def at(self, key: Any) -> _Node:
-        where = f"{self.path}[{key}]" if isinstance(key, int) else f"{self.path}.{key}"
-        return _Node(self.value[key], self.source, where.lstrip("."))
-
-    def fail(self, message: str) -> ConfigError:
-        return ConfigError(self.source, self.path, message)
-
-    def string(self) -> str:
-        if not isinstance(self.value, str) or not self.value.strip():
-            raise self.fail(
-                f"expected a non-empty string (quote numbers such as '5.7'), got {self.value!r}"
-            )
-        return self.value.strip()
-
-    def number(self) -> float:
-        if isinstance(self.value, bool) or not isinstance(self.value, (int, float)):
-            raise self.fail(f"expected a number, got {self.value!r}")
-        if not math.isfinite(self.value):
-            raise self.fail("expected a finite number")
-        return float(self.value)
-
-    def items(self, length: int | None = None) -> list[_Node]:
-        if not isinstance(self.value, list) or (length is not None and len(self.value) != length):
-            size = f" of {length}" if length is not None else ""
-            raise self.fail(f"expected a list{size}, got {self.value!r}")
-        return [self.at(index) for index in range(len(self.value))]
-
-    def build(self, cls: type, **kwargs: Any) -> Any:
-        """Construct `cls`, turning its own validation errors into ConfigError at this node."""
-        try:
-            return cls(**kwargs)
-        except ValueError as exc:
-            raise self.fail(str(exc)) from exc
-
-
-class _Fields:
-    """A YAML mapping whose keys are checked against the allowed set before anything is read."""
-
-    def __init__(
-        self,
-        value: Any,
-        source: str | Path,
-        path: str,
-        *,
-        required: tuple[str, ...],
-        optional: tuple[str, ...] = (),
-    ):
-        self.node = _Node(value, source, path)
-        if not isinstance(value, dict):
-            raise self.node.fail(f"expected a mapping, got {type(value).__name__}")
-        unknown = sorted(str(key) for key in value if key not in required + optional)
-        if unknown:
-            allowed = ", ".join(required + optional)
-            raise self.node.fail(f"unknown key(s) {', '.join(unknown)} (allowed: {allowed})")
-        missing = [key for key in required if key not in value]
-        if missing:
-            raise self.node.fail(f"missing key(s) {', '.join(missing)}")
-
-    def get(self, key: str, default: Any) -> Any:
-        return self.node.value.get(key, default)
-
-    def child(self, key: str, *default: Any) -> _Node:
-        if key not in self.node.value:
-            return _Node(default[0], self.node.source, f"{self.node.path}.{key}".lstrip("."))
-        return self.node.at(key)
-
-    def string(self, key: str, *default: str) -> str:
-        if default and key not in self.node.value:
-            return default[0]
-        return self.node.at(key).string()
+def _comparison(c: _Comparison, claim_target: str, source: str | Path, where: str) -> Comparison:
+    direction = c.direction
+    if direction is None and c.published_ratio is not None:
+        direction = "lower" if c.published_ratio < 1 else "higher"
+    sides = {}
+    for side in ("baseline", "treatment"):
+        levels = getattr(c, side)
+        if not levels:
+            raise ConfigError(source, f"{where}.{side}", "expected a mapping of factor to level")
+        sides[side] = Condition(tuple(sorted(levels.items())))
+    return _build(Comparison, source, where, name=c.name, experiment=c.experiment, workload=c.workload,
+                  metric=c.metric, kind=c.kind, source_target=c.source_target or claim_target,
+                  direction=direction, published_ratio=c.published_ratio,
+                  equivalence_margin=c.equivalence_margin, family=c.family or "", note=c.note, **sides)

@@ -153,11 +153,36 @@ def _claim_for(claim_id: str):
 
 
 def cmd_validate(args) -> int:
-    for path in _params_paths(args.params):
-        for profile in params_mod.PROFILES:
-            params_mod.load(path, profile)
+    """Params files load with every profile, ablation files (in an `ablation` directory) likewise,
+    and a `claims.yaml` as the claims; with no names: params/, params/ablation/ and data/claims.yaml."""
+    if args.params:
+        paths = [_validate_path(name) for name in args.params]
+    else:
+        paths = _params_paths([]) + sorted(Path("params", "ablation").glob("*.yaml"))
+        paths += [p for p in [Path("data", "claims.yaml")] if p.is_file()]
+    for path in paths:
+        if path.name == "claims.yaml":
+            from .claims import load_claims
+            load_claims(path)
+        elif path.parent.name == "ablation":
+            from . import ablation  # imported only when needed: it loads the statistics and plots
+            for profile in params_mod.PROFILES:
+                ablation.load(path, profile)
+        else:
+            for profile in params_mod.PROFILES:
+                params_mod.load(path, profile)
         print(f"ok: {path}")
     return 0
+
+
+def _validate_path(name: str) -> Path:
+    path = Path(name)
+    if path.suffix in (".yaml", ".yml") or path.is_file():
+        return params_mod.find(name)
+    params_dir = Path("params")
+    if not (params_dir / f"{name}.yaml").is_file() and (params_dir / "ablation" / f"{name}.yaml").is_file():
+        return params_dir / "ablation" / f"{name}.yaml"
+    return params_mod.find(name)
 
 
 def cmd_targets(args) -> int:
@@ -248,20 +273,22 @@ def _option_sets(pairs: list[str], source: str):
     field, `extra` otherwise; validated like a params file."""
     import yaml
 
-    from .schema import Fields
-    from .servers import ServerOptions
-    known = set(ServerOptions.__dataclass_fields__) - {"extra"}
+    from .params import ServerOptionsIn, server_options
+    known = set(ServerOptionsIn.model_fields) - {"extra"}
     values: dict = {"extra": {}}
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key:
             raise ClaimlabError(f"{source}: expected OPTION=VALUE, got {pair!r}")
-        parsed = yaml.safe_load(value) if value else ""
+        try:
+            parsed = yaml.safe_load(value) if value else ""
+        except yaml.YAMLError:
+            raise ClaimlabError(f"{source}: {key}: cannot read the value {value[:60]!r}; quote it") from None
         if key in known:
             values[key] = parsed
         else:
             values["extra"][key] = parsed
-    return ServerOptions.from_fields(Fields(values, source))
+    return server_options(values, source)
 
 
 def _find_target(name: str):

@@ -22,8 +22,7 @@ from dataclasses import dataclass
 
 from . import workloads as wl
 from .errors import ConfigError
-from .params import Experiment
-from .schema import Fields
+from .params import Experiment, with_overrides
 from .servers import ServerOptions
 
 
@@ -87,7 +86,7 @@ def conditions(exp: Experiment) -> list[Condition]:
                             raise ConfigError(exp.source, f"factors.{f.name}.{lv.name}.workloads.{wname}",
                                               f"{sorted(clash)[0]} is also set by another factor")
                         overrides.update(items)
-            workloads.append(wl.with_overrides(w, Fields(overrides, exp.source, f"workloads.{w.name}"))
+            workloads.append(with_overrides(w, overrides, exp.source, f"workloads.{w.name}")
                              if overrides else w)
         out.append(Condition(cid, levels, targets.pop() if targets else exp.default_target,
                              server, tuple(workloads), cell))

@@ -19,23 +19,27 @@ The experiment's name is the file's stem. Unknown keys anywhere are errors.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+import ipaddress
+import re
+import typing
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, ClassVar
 
-import yaml
+from pydantic import BeforeValidator, Field, create_model, model_validator
 
 from . import workloads as wl
 from .errors import ConfigError
-from .schema import LEVEL_RE, NAME_RE, Fields, check_name
-from .servers import ServerOptions, TargetSpec
+from .schema import LevelName, Model, Name, Text, cap, check_name, fail, read_yaml, show, validate
+from .servers import KINDS, ServerOptions, TargetSpec
 from .stopping import StopRule
 from .store import RESERVED_COLUMNS
 
 PROFILES = ("smoke", "quick", "full")
-_DESIGN_KEYS = ("repetitions", "warmup", "iterations", "seed", "fresh_datadir", "max_attempts",
-                "sequential", "target")
-
+# A factor becomes a column of results.csv beside these: a clash makes the file unreadable.
+RESERVED_FACTOR_NAMES = RESERVED_COLUMNS
+_SIZE = re.compile(r"^([0-9]+)([KMGkmg]?)$")
+_SIZE_RANGE = (5 << 20, 1 << 40)     # innodb_buffer_pool_size: MySQL's minimum 5M; at most 1T
 
 @dataclass(frozen=True)
 class Level:
@@ -83,67 +87,311 @@ class Experiment:
         return self.design.target or next(iter(self.targets))
 
 
-def read_yaml(path: Path) -> Any:
+# --------------------------------------------------------------------------- server options and targets
+
+def _size_text(value: Any) -> Any:
+    return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+
+def _option_text(value: Any) -> Any:
+    if isinstance(value, bool):
+        return "ON" if value else "OFF"
+    return str(value) if isinstance(value, (int, float)) else value
+
+
+class ServerOptionsIn(Model):
+    """servers.ServerOptions as written in a file; `extra` passes other options through by name."""
+
+    log_bin: bool | None = None
+    sync_binlog: Annotated[int, Field(ge=0, le=4_294_967_295)] | None = None
+    innodb_flush_log_at_trx_commit: int | None = None
+    character_set_server: str | None = None
+    collation_server: str | None = None
+    innodb_buffer_pool_size: Annotated[str, BeforeValidator(_size_text)] | None = None
+    binlog_format: str | None = None
+    extra: dict[str, Annotated[str, BeforeValidator(_option_text), Field(max_length=1000)]] = {}
+
+    @model_validator(mode="after")
+    def _valid(self):
+        size = _SIZE.match(self.innodb_buffer_pool_size or "")
+        if size:
+            value = int(size[1]) << {"": 0, "k": 10, "m": 20, "g": 30}[size[2].lower()]
+            if not _SIZE_RANGE[0] <= value <= _SIZE_RANGE[1]:
+                raise fail(f"{self.innodb_buffer_pool_size} is outside 5M..1024G", "innodb_buffer_pool_size")
+        _record(self.record)
+        return self
+
+    def record(self) -> ServerOptions:
+        values = self.model_dump(exclude={"extra"})
+        return ServerOptions(**values, extra=tuple(sorted(self.extra.items())))
+
+
+def _record(build):
+    """Build a record whose own checks raise ValueError("field: message"); place the error there."""
     try:
-        text = Path(path).read_text()
-    except OSError as exc:
-        raise ConfigError(str(path), "", f"cannot read: {exc.strerror}") from None
+        return build()
+    except ValueError as exc:
+        text = cap(str(exc), 300)        # records quote the refused value at any length
+        field, sep, message = text.partition(": ")
+        if sep and " " not in field:
+            raise fail(message, field) from None
+        first = text.split()[0]
+        raise fail(text, first if first.isidentifier() else None) from None
+
+
+def _version_text(value: Any) -> Any:
+    return str(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else value
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
     try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}" if mark else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise ConfigError(str(path), where, f"malformed YAML: {problem}") from None
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class _Target(Model):
+    kind: str
+
+    def record(self, name: str) -> TargetSpec:
+        values = self.model_dump(exclude={"kind", "options"})
+        options = self.options.record() if "options" in type(self).model_fields else ServerOptions()
+        return TargetSpec(name=name, kind=self.kind, options=options, **values)
+
+
+class _LocalTarget(_Target):
+    options: ServerOptionsIn = ServerOptionsIn()
+    ready_timeout: Annotated[float, Field(ge=1, le=3600)] = TargetSpec.ready_timeout   # seconds to wait for a start
+
+
+class MariadbTarget(_LocalTarget):
+    binary: Text | None = None          # a mariadbd to use instead of the one on PATH
+
+
+class DebianMysqlTarget(_LocalTarget):
+    binary: Text | None = None
+
+
+class TarballTarget(_LocalTarget):
+    version: Annotated[str, BeforeValidator(_version_text)] | None = None
+    path: Text | None = None
+    sha256: Annotated[str, Field(pattern=r"^[0-9a-fA-F]{64}$")] | None = None
+    md5: Annotated[str, Field(pattern=r"^[0-9a-fA-F]{32}$")] | None = None
+
+    @model_validator(mode="after")
+    def _source(self):
+        if self.version is not None and not re.match(r"^\d+\.\d+(\.\d+)?$", self.version):
+            raise fail(f"{show(self.version)} is not a MySQL version like 8.0.40", "version")
+        if not self.version and not self.path:
+            raise fail("a mysql-tarball target needs `path` (a local tarball) or `version`", "path")
+        return self
+
+
+class ExternalTarget(_Target):
+    refused: ClassVar[dict[str, str]] = {
+        "password": "passwords never go in params files; name an environment variable with `password_env`",
+        "options": "claimlab never reconfigures an external server; remove `options`"}
+    host: Text | None = None
+    port: Annotated[int, Field(ge=1, le=65535)] | None = None
+    socket: Text | None = None
+    user: Text = "root"
+    password_env: Name | None = None
+    allow_remote: bool = False
+
+    @model_validator(mode="after")
+    def _reachable(self):
+        if not self.host and not self.socket:
+            raise fail("an external target needs `host` (and `port`) or `socket`", "host")
+        if self.host and not self.allow_remote and not _is_loopback(self.host):
+            raise fail(f"{self.host[:60]} is not a loopback address; set `allow_remote: true` to "
+                       "benchmark a remote server", "host")
+        return self
+
+
+# Every kind servers.KINDS knows; a kind without a model here is refused (see test_params).
+TARGET_MODELS: dict[str, type[_Target]] = {
+    kind: model for kind, model in (("mariadb", MariadbTarget), ("mysql-debian", DebianMysqlTarget),
+                                    ("mysql-tarball", TarballTarget), ("external", ExternalTarget))
+    if kind in KINDS}
+
+
+def target(name: str, data: Any, source: str, where: str) -> TargetSpec:
+    """A servers.TargetSpec from its mapping in a file (kind defaults to mariadb)."""
+    kind = data.get("kind", "mariadb") if isinstance(data, dict) else "mariadb"
+    if kind not in TARGET_MODELS:
+        raise ConfigError(source, f"{where}.kind", f"must be one of {', '.join(TARGET_MODELS)}; got {show(kind)}")
+    if isinstance(data, dict):
+        data = {"kind": kind} | data
+    return validate(TARGET_MODELS[kind], data, source, where).record(name)
+
+
+def server_options(data: Any, source: str, where: str = "") -> ServerOptions:
+    return validate(ServerOptionsIn, data, source, where).record()
+
+
+# --------------------------------------------------------------------------- workloads
+
+# Upper bounds of every integer workload parameter: a count in the billions is a typo, and would
+# otherwise end in a MemoryError or a load that never finishes, after a server was started.
+WORKLOAD_LIMITS = {"rows": 10_000_000, "batch": 100_000, "threads": 1024, "time": 86_400, "tables": 100,
+                   "table_size": 100_000_000, "report_interval": 3600}
+
+
+def _workload_model(cls: type[wl.Workload]) -> type[Model]:
+    hints = typing.get_type_hints(cls)
+    params: dict[str, Any] = {"kind": (typing.Literal[cls.kind], ...)}
+    for fld in fields(cls):
+        if fld.name == "name":
+            continue
+        kind = hints[fld.name]
+        if kind is int:
+            kind = Annotated[int, Field(ge=1, le=WORKLOAD_LIMITS[fld.name])]
+        params[fld.name] = (kind, fld.default)
+
+    def check(self):
+        _record(lambda: cls(name="check", **self.model_dump(exclude={"kind"})))
+        return self
+
+    return create_model(f"{cls.__name__}Params", __base__=Model, __module__=__name__,
+                        __validators__={"check": model_validator(mode="after")(check)}, **params)
+
+
+WORKLOAD_MODELS = {kind: _workload_model(cls) for kind, cls in wl.KINDS.items()}
+
+
+def workload(name: str, data: Any, source: str, where: str) -> wl.Workload:
+    """A workload from its mapping: `kind` picks the class, every other key is one of its parameters."""
+    kind = data.get("kind") if isinstance(data, dict) else None
+    if isinstance(data, dict) and kind not in WORKLOAD_MODELS:
+        if kind is None:
+            raise ConfigError(source, f"{where}.kind", f"is required (one of {', '.join(WORKLOAD_MODELS)})")
+        raise ConfigError(source, f"{where}.kind", f"must be one of {', '.join(WORKLOAD_MODELS)}; got {show(kind)}")
+    model = validate(WORKLOAD_MODELS.get(kind, Model), data, source, where)
+    return wl.KINDS[kind](name=name, **model.model_dump(exclude={"kind"}))
+
+
+def with_overrides(base: wl.Workload, overrides: Any, source: str, where: str) -> wl.Workload:
+    """The same workload with some parameters changed (by a factor level or a profile)."""
+    if not isinstance(overrides, dict):
+        raise ConfigError(source, where, f"expected a mapping, got {show(overrides)}")
+    if "kind" in overrides:
+        raise ConfigError(source, f"{where}.kind", "a level or profile cannot change a workload's kind")
+    return workload(base.name, base.describe() | overrides, source, where)
+
+
+# --------------------------------------------------------------------------- the params file
+
+class StopRuleIn(Model):
+    target_rel_width: Annotated[float, Field(gt=0)] = StopRule.target_rel_width
+    min_blocks: int = StopRule.min_blocks
+    max_blocks: int = StopRule.max_blocks
+    alpha: float = StopRule.alpha
+
+    @model_validator(mode="after")
+    def _valid(self):
+        _record(self.record)
+        return self
+
+    def record(self) -> StopRule:
+        return StopRule(**self.model_dump())
+
+
+def _off_is_none(value: Any) -> Any:
+    return None if value is False else value
+
+
+class DesignIn(Model):
+    """Design fields a file sets; unset ones keep the base (the defaults, or the file's own design
+    under a profile). Bounds keep a typo from planning a run of years."""
+
+    repetitions: Annotated[int, Field(ge=1, le=1000)] | None = None
+    warmup: Annotated[int, Field(ge=0, le=100)] | None = None
+    iterations: Annotated[int, Field(ge=1, le=1000)] | None = None
+    seed: Annotated[int, Field(ge=0, le=2**32 - 1)] | None = None
+    fresh_datadir: bool | None = None
+    max_attempts: Annotated[int, Field(ge=1, le=10)] | None = None
+    target: Name | None = None
+    sequential: Annotated[StopRuleIn | None, BeforeValidator(_off_is_none)] = None
+
+    def applied(self, base: Design, targets: dict, source: str, where: str) -> Design:
+        values = {k: v for k, v in self.model_dump(exclude_unset=True).items() if k != "sequential"}
+        if "sequential" in self.model_fields_set:
+            values["sequential"] = self.sequential.record() if self.sequential else None
+        if self.target is not None and self.target not in targets:
+            raise ConfigError(source, f"{where}.target", f"no target named {show(self.target)}")
+        return replace(base, **values)
+
+
+def _empty_level(value: Any) -> Any:
+    return {} if value is None else value
+
+
+class LevelIn(Model):
+    target: Name | None = None
+    server: ServerOptionsIn = ServerOptionsIn()
+    workloads: dict[Name, dict[str, Any]] = {}
+
+
+class ProfileIn(Model):
+    design: DesignIn = DesignIn()
+    workloads: dict[Name, dict[str, Any]] = {}
+    levels: dict[Name, list[Annotated[str, BeforeValidator(_version_text)]]] = {}
+
+
+class ProfilesIn(Model):
+    unknown: ClassVar[str] = "unknown profile"
+    smoke: ProfileIn | None = None
+    quick: ProfileIn | None = None
+    full: ProfileIn | None = None
+
+
+class ParamsFile(Model):
+    claim: Text
+    description: str = ""
+    targets: dict[Name, dict[str, Any]]
+    workloads: dict[Name, dict[str, Any]]
+    factors: dict[Name, dict[LevelName, Annotated[LevelIn, BeforeValidator(_empty_level)]]] = {}
+    design: DesignIn = DesignIn()
+    profiles: ProfilesIn = ProfilesIn()
+
+    @model_validator(mode="after")
+    def _valid(self):
+        for key in ("targets", "workloads"):
+            if not getattr(self, key):
+                raise fail(f"declare at least one {key[:-1]}", key)
+        for name, levels in self.factors.items():
+            if name in RESERVED_FACTOR_NAMES:
+                raise fail(f"{show(name)} is a results column; name the factor otherwise", f"factors.{name}")
+            if not levels:
+                raise fail("a factor needs at least one level", f"factors.{name}")
+        return self
 
 
 def load(path: str | Path, profile: str = "quick") -> Experiment:
     path = Path(path)
     source = str(path)
     if profile not in PROFILES:
-        raise ConfigError(source, "profile", f"must be one of {', '.join(PROFILES)}; got {profile!r}")
+        raise ConfigError(source, "profile", f"must be one of {', '.join(PROFILES)}; got {show(profile)}")
     document = read_yaml(path)
-    top = Fields(document, source)
+    doc = validate(ParamsFile, document, source)
     name = check_name(path.stem, source, "(file name)")
-    claim = top.require("claim", str)
-    description = top.get("description", str, "")
-
-    targets = {}
-    for tname, tdata in top.require("targets", dict).items():
-        check_name(tname, source, f"targets.{tname}")
-        targets[tname] = TargetSpec.from_fields(tname, Fields(tdata, source, f"targets.{tname}"))
-    if not targets:
-        raise top.error("targets", "declare at least one target")
-
-    workloads = {}
-    for wname, wdata in top.require("workloads", dict).items():
-        check_name(wname, source, f"workloads.{wname}", NAME_RE)
-        workloads[wname] = wl.build(wname, Fields(wdata, source, f"workloads.{wname}"))
-    if not workloads:
-        raise top.error("workloads", "declare at least one workload")
-
-    factors = [_factor(fname, Fields(fdata, source, f"factors.{fname}"), targets, workloads)
-               for fname, fdata in top.get("factors", dict, {}).items()]
-    design = design_from_fields(top.sub("design"), Design(), targets)
-
-    profiles = top.sub("profiles")
-    for pname in profiles.data:
-        if pname not in PROFILES:
-            raise profiles.error(pname, f"unknown profile (allowed: {', '.join(PROFILES)})")
-    if profiles.has(profile):
-        prof = profiles.sub(profile)
-        design = design_from_fields(prof.sub("design"), design, targets)
-        overrides = prof.sub("workloads")
-        for wname in overrides.data:
+    targets = {tname: target(tname, tdata, source, f"targets.{tname}") for tname, tdata in doc.targets.items()}
+    workloads = {wname: workload(wname, wdata, source, f"workloads.{wname}")
+                 for wname, wdata in doc.workloads.items()}
+    factors = [_factor(fname, levels, targets, workloads, source) for fname, levels in doc.factors.items()]
+    design = doc.design.applied(Design(), targets, source, "design")
+    prof = getattr(doc.profiles, profile)
+    if prof is not None:
+        where = f"profiles.{profile}"
+        design = prof.design.applied(design, targets, source, f"{where}.design")
+        for wname, overrides in prof.workloads.items():
             if wname not in workloads:
-                raise overrides.error(wname, "no such workload")
-            workloads[wname] = wl.with_overrides(workloads[wname], overrides.sub(wname))
-        factors = _restrict_levels(prof.sub("levels"), factors)
-        prof.done()
-    profiles.entries()
-    top.done()
-
-    experiment = Experiment(source=source, name=name, claim=claim, description=description,
+                raise ConfigError(source, f"{where}.workloads.{wname}", "no such workload")
+            workloads[wname] = with_overrides(workloads[wname], overrides, source, f"{where}.workloads.{wname}")
+        factors = _restrict_levels(prof.levels, factors, source, f"{where}.levels")
+    experiment = Experiment(source=source, name=name, claim=doc.claim, description=doc.description,
                             profile=profile, targets=targets, workloads=tuple(workloads.values()),
                             factors=tuple(factors), design=design, document=document)
     from .design import conditions  # validates every combination of levels now, not mid-run
@@ -151,92 +399,47 @@ def load(path: str | Path, profile: str = "quick") -> Experiment:
     return experiment
 
 
-def _factor(name: str, f: Fields, targets: dict, workloads: dict) -> Factor:
-    check_name(name, f.source, f.path)
-    if name in RESERVED_COLUMNS:
-        raise ConfigError(f.source, f.path, f"{name!r} is a results column; name the factor otherwise")
-    levels = []
-    for lname, ldata in f.entries():
-        lname = str(lname)
-        check_name(lname, f.source, f"{f.path}.{lname}", LEVEL_RE)
-        lf = Fields(ldata if ldata is not None else {}, f.source, f"{f.path}.{lname}")
-        target = lf.get("target", str)
-        if target is not None and target not in targets:
-            raise lf.error("target", f"no target named {target!r}")
-        server = ServerOptions.from_fields(lf.sub("server"))
-        overrides = lf.sub("workloads")
-        wo = []
-        for wname, _ in overrides.entries():
+def _factor(name: str, levels: dict[str, LevelIn], targets: dict, workloads: dict, source: str) -> Factor:
+    out = []
+    for lname, level in levels.items():
+        where = f"factors.{name}.{lname}"
+        if level.target is not None and level.target not in targets:
+            raise ConfigError(source, f"{where}.target", f"no target named {show(level.target)}")
+        overrides = []
+        for wname, values in level.workloads.items():
             if wname not in workloads:
-                raise overrides.error(wname, "no such workload")
-            sub = overrides.sub(wname)
-            wl.with_overrides(workloads[wname], sub)   # validate now
-            wo.append((wname, tuple(sorted(sub.data.items()))))
-        lf.done()
-        levels.append(Level(lname, target, server, tuple(wo)))
-    if len(levels) < 1:
-        raise ConfigError(f.source, f.path, "a factor needs at least one level")
-    return Factor(name, tuple(levels))
+                raise ConfigError(source, f"{where}.workloads.{wname}", "no such workload")
+            with_overrides(workloads[wname], values, source, f"{where}.workloads.{wname}")   # validate now
+            overrides.append((wname, tuple(sorted(values.items()))))
+        out.append(Level(lname, level.target, level.server.record(), tuple(overrides)))
+    return Factor(name, tuple(out))
 
 
-def design_from_fields(f: Fields, base: Design, targets: dict) -> Design:
-    values = {}
-    for key in ("repetitions", "iterations", "max_attempts"):
-        if f.has(key):
-            values[key] = f.positive_int(key)
-    if f.has("warmup"):
-        values["warmup"] = f.positive_int("warmup", minimum=0)
-    if f.has("seed"):
-        values["seed"] = f.positive_int("seed", minimum=0)
-    if f.has("fresh_datadir"):
-        values["fresh_datadir"] = f.get("fresh_datadir", bool)
-    if f.has("target"):
-        target = f.get("target", str)
-        if target not in targets:
-            raise f.error("target", f"no target named {target!r}")
-        values["target"] = target
-    if f.has("sequential"):
-        if f.data["sequential"] in (None, False):
-            f.get("sequential", bool)
-            values["sequential"] = None
-        else:
-            s = f.sub("sequential")
-            given = {name: s.get(name, (int, float) if field.type == "float" else int)
-                     for name, field in StopRule.__dataclass_fields__.items()}
-            s.done()
-            try:
-                values["sequential"] = StopRule(**{k: v for k, v in given.items() if v is not None})
-            except ValueError as exc:   # the rule's own checks, e.g. "alpha must lie in (0, 0.5)"
-                field = str(exc).split()[0]
-                raise (s.error(field, str(exc)) if field in given else f.error("sequential", str(exc))) from None
-    f.done()
-    return replace(base, **values)
-
-
-def _restrict_levels(f: Fields, factors: list[Factor]) -> list[Factor]:
+def _restrict_levels(keep: dict[str, list[str]], factors: list[Factor], source: str, where: str) -> list[Factor]:
     by_name = {fac.name: fac for fac in factors}
-    for fname in f.data:
+    for fname, names in keep.items():
         if fname not in by_name:
-            raise f.error(fname, "no such factor")
-        keep = f.get(fname, list)
+            raise ConfigError(source, f"{where}.{fname}", "no such factor")
         known = {lv.name for lv in by_name[fname].levels}
-        for lname in keep:
-            if str(lname) not in known:
-                raise f.error(fname, f"no level named {lname!r}")
-        by_name[fname] = Factor(fname, tuple(lv for lv in by_name[fname].levels
-                                             if lv.name in {str(x) for x in keep}))
-    f.done()
+        for lname in names:
+            if lname not in known:
+                raise ConfigError(source, f"{where}.{fname}", f"no level named {show(lname)}")
+        by_name[fname] = Factor(fname, tuple(lv for lv in by_name[fname].levels if lv.name in names))
     return [by_name[fac.name] for fac in factors]
 
 
 def find(name_or_path: str, params_dir: Path | None = None, what: str = "params file") -> Path:
-    """`binlog_default` or `params/binlog_default.yaml`: the same file."""
+    """`binlog_default` or `params/binlog_default.yaml`: the same file. An unknown name lists the
+    names there are."""
     path = Path(name_or_path)
     if path.suffix in (".yaml", ".yml"):
         if not path.is_file():
             raise ConfigError(str(path), "", f"no such {what}")
         return path
-    candidate = (params_dir or Path("params")) / f"{name_or_path}.yaml"
+    directory = params_dir or Path("params")
+    candidate = directory / f"{name_or_path}.yaml"
     if not candidate.is_file():
-        raise ConfigError(str(candidate), "", f"no such {what}")
+        there = sorted(p.stem for p in directory.glob("*.yaml"))
+        listed = f" (there are: {', '.join(there)})" if there else f" ({directory} holds none)"
+        raise ConfigError(str(candidate), "", f"no such {what}{listed}")
     return candidate

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import ipaddress
 import os
 import re
 import secrets
@@ -25,14 +24,13 @@ import tarfile
 import tempfile
 import time
 import urllib.request
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
 import mysql.connector
 
 from .errors import ConfigError, ServerGone, ServerStartError, TargetUnavailable
-from .schema import Fields
 
 KINDS = ("mariadb", "mysql-tarball", "external")
 _IDENT = re.compile(r"^[A-Za-z0-9_]+$")
@@ -87,27 +85,6 @@ class ServerOptions:
             if any(c in value for c in "\n\r\0"):
                 raise ValueError(f"extra.{key}: the value may not contain line breaks")
 
-    @classmethod
-    def from_fields(cls, f: Fields) -> "ServerOptions":
-        extra = f.get("extra", dict, {})
-        size = f.get("innodb_buffer_pool_size", (str, int))
-        values = dict(
-            log_bin=f.get("log_bin", bool),
-            sync_binlog=f.get("sync_binlog", int),
-            innodb_flush_log_at_trx_commit=f.get("innodb_flush_log_at_trx_commit", int),
-            character_set_server=f.get("character_set_server", str),
-            collation_server=f.get("collation_server", str),
-            innodb_buffer_pool_size=None if size is None else str(size),
-            binlog_format=f.get("binlog_format", str),
-            extra=tuple(sorted((str(k), _option_value(v)) for k, v in extra.items())),
-        )
-        f.done()
-        try:
-            return cls(**values)
-        except ValueError as exc:
-            field_name, _, message = str(exc).partition(": ")
-            raise f.error(field_name, message) from None
-
     def merged(self, other: "ServerOptions") -> "ServerOptions":
         """Other's settings win where it sets them; extra options are merged by name."""
         values = {name: getattr(other, name) if getattr(other, name) is not None else getattr(self, name)
@@ -125,12 +102,6 @@ class ServerOptions:
     def key(self) -> str:
         """A short stable name for a configuration: servers with equal options share a data directory."""
         return hashlib.sha256(repr(sorted(self.as_dict().items())).encode()).hexdigest()[:10]
-
-
-def _option_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "ON" if value else "OFF"
-    return str(value)
 
 
 @dataclass(frozen=True)
@@ -153,38 +124,6 @@ class TargetSpec:
     allow_remote: bool = False
     ready_timeout: float = READY_TIMEOUT_S   # local kinds: seconds to wait for a started server
 
-    @classmethod
-    def from_fields(cls, name: str, f: Fields) -> "TargetSpec":
-        kind = f.choice("kind", KINDS, "mariadb")
-        options = ServerOptions.from_fields(f.sub("options"))
-        spec = cls(name=name, kind=kind, options=options)
-        if kind != "external":
-            spec = replace(spec, ready_timeout=f.number("ready_timeout", READY_TIMEOUT_S, minimum=1))
-        if kind == "mariadb":
-            spec = replace(spec, binary=f.get("binary", str))
-        elif kind == "mysql-tarball":
-            spec = replace(spec, version=_version_text(f), path=f.get("path", str),
-                           sha256=f.get("sha256", str), md5=f.get("md5", str))
-            if not spec.version and not spec.path:
-                raise f.error("path", "a mysql-tarball target needs `path` (a local tarball) or `version`")
-        else:
-            spec = replace(spec, host=f.get("host", str), port=f.get("port", int),
-                           socket=f.get("socket", str), user=f.get("user", str, "root"),
-                           password_env=f.get("password_env", str),
-                           allow_remote=f.get("allow_remote", bool, False))
-            if not spec.host and not spec.socket:
-                raise f.error("host", "an external target needs `host` (and `port`) or `socket`")
-            if spec.options != ServerOptions():
-                raise f.error("options", "claimlab never reconfigures an external server; remove `options`")
-            if "password" in f.data:
-                raise f.error("password", "passwords never go in params files; "
-                                          "name an environment variable with `password_env`")
-            if spec.host and not spec.allow_remote and not _is_loopback(spec.host):
-                raise f.error("host", f"{spec.host} is not a loopback address; "
-                                      "set `allow_remote: true` to benchmark a remote server")
-        f.done()
-        return spec
-
     def public(self) -> dict[str, Any]:
         """What may be written to manifests: everything but nothing secret (only the variable's name)."""
         out = {"name": self.name, "kind": self.kind}
@@ -197,25 +136,6 @@ class TargetSpec:
         if self.options != ServerOptions():
             out["options"] = self.options.as_dict()
         return out
-
-
-def _version_text(f: Fields) -> str | None:
-    value = f.get("version", (str, int, float))
-    if value is None:
-        return None
-    value = str(value)
-    if not re.match(r"^\d+\.\d+(\.\d+)?$", value):
-        raise f.error("version", f"{value!r} is not a MySQL version like 8.0.40")
-    return value
-
-
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 @dataclass(frozen=True)

@@ -22,14 +22,13 @@ import shutil
 import subprocess
 import tempfile
 import time
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from importlib import resources
 from typing import Any, Callable, ClassVar, Iterator
 
 import mysql.connector
 
 from .errors import ServerGone, WorkloadError
-from .schema import Fields
 from .store import Metric
 
 _IDENT = re.compile(r"^[A-Za-z0-9_]+$")
@@ -417,36 +416,3 @@ def parse_sysbench(output: str, name: str = "sysbench") -> Measurement:
 
 KINDS: dict[str, type[Workload]] = {cls.kind: cls for cls in
                                     (Sysbench, ProcInsertLoop, VarcharScan, BulkInsert, Join)}
-
-
-def build(name: str, f: Fields) -> Workload:
-    """A workload from its params mapping: every key must be a parameter of its kind."""
-    kind = f.choice("kind", KINDS)
-    if kind is None:
-        raise f.error("kind", f"is required (one of {', '.join(KINDS)})")
-    cls = KINDS[kind]
-    values = {}
-    for fld in fields(cls):
-        if fld.name == "name":
-            continue
-        default = fld.default
-        types = (int,) if isinstance(default, int) else (str,)
-        value = f.get(fld.name, types)
-        if value is not None:
-            if isinstance(value, int) and value < 1:
-                raise f.error(fld.name, f"must be >= 1, got {value}")
-            values[fld.name] = value
-    f.done()
-    try:
-        return cls(name=name, **values)
-    except ValueError as exc:
-        field_name, _, message = str(exc).partition(": ")
-        raise f.error(field_name, message) from None
-
-
-def with_overrides(workload: Workload, f: Fields) -> Workload:
-    """The same workload with some parameters changed (by a factor level or a profile)."""
-    base = {k: v for k, v in workload.describe().items() if k != "kind"}
-    merged = Fields(base | {"kind": workload.kind} | f.data, f.source, f.path)
-    return build(workload.name, merged)
-

@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 
 from claimlab import params, runner
+from claimlab.stopping import StopRule
 from claimlab.store import read_manifest, read_results
 from conftest import ROOT, pid_alive, run_cli
 

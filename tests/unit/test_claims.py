@@ -1,7 +1,6 @@
 """The claims file loads into validated dataclasses; anything malformed is refused by name."""
 
 import copy
-import dataclasses
 from pathlib import Path
 
 import pytest
@@ -74,26 +73,43 @@ def test_comparisons_carry_what_a_verdict_needs(claims):
     assert comparisons(claims["C4"])["binlog_on_vs_off"].treatment.label == "binlog=on"
 
 
-def test_dataclasses_are_frozen(claims):
-    with pytest.raises(dataclasses.FrozenInstanceError):
-        claims["C4"].comparisons[0].published_ratio = 1.0
+def test_family_is_an_optional_name_never_mixing_effects_and_equivalence(raw):
+    """Comparisons in one family are corrected for multiplicity together (stats.analyze)."""
+    effect, null = raw["claims"]["C1"]["comparisons"][0], raw["claims"]["C1"]["comparisons"][1]
+    assert (effect["kind"], null["kind"]) == ("effect", "null")
+    effect["family"] = "charset"
+    assert comparisons(parse_claims(raw, "x")["C1"])["mismatch_vs_latin1"].family == "charset"
+    null["family"] = "charset"
+    with pytest.raises(ConfigError, match="family charset mixes effect and null") as error:
+        parse_claims(raw, "x")
+    assert error.value.field == "claims.C1"
+    null.pop("family")
+    effect["family"] = 3
+    with pytest.raises(ConfigError, match="expected a string") as error:
+        parse_claims(raw, "x")
+    assert error.value.field == "claims.C1.comparisons[0].family"
 
 
 @pytest.mark.parametrize(
-    ("edit", "field"),
+    ("edit", "field", "allowed"),
     [
-        (lambda d: d.update(extra=1), ""),
-        (lambda d: d["claims"]["C1"].update(titel="x"), "claims.C1"),
+        (lambda d: d.update(extra=1), "extra", "claims, version"),
+        (lambda d: d["claims"]["C1"].update(titel="x"), "claims.C1.titel",
+         "comparisons, notes, published, setup, source_target, sources, title"),
         (lambda d: d["claims"]["C4"]["comparisons"][0].update(publised_ratio=2.85),
-         "claims.C4.comparisons[0]"),
-        (lambda d: d["claims"]["C4"]["published"][0].update(units="s"), "claims.C4.published[0]"),
+         "claims.C4.comparisons[0].publised_ratio",
+         "baseline, direction, equivalence_margin, experiment, family, kind, metric, name, note, "
+         "published_ratio, source_target, treatment, workload"),
+        (lambda d: d["claims"]["C4"]["published"][0].update(units="s"), "claims.C4.published[0].units",
+         "note, unit, value, what"),
     ],
 )
-def test_unknown_keys_are_rejected_with_their_path(raw, edit, field):
+def test_unknown_keys_are_rejected_with_their_path(raw, edit, field, allowed):
     edit(raw)
     with pytest.raises(ConfigError, match="unknown key") as error:
         parse_claims(raw, "claims.yaml")
     assert error.value.field == field
+    assert str(error.value).endswith(f"(allowed: {allowed})")
     assert error.value.source == "claims.yaml"
 
 
@@ -111,8 +127,12 @@ def test_unknown_keys_are_rejected_with_their_path(raw, edit, field):
         (lambda c: c.update(baseline={"log": "off"}), "claims.C4.comparisons[0]", "same factors"),
         (lambda c: c.update(treatment={"binlog": "off"}), "claims.C4.comparisons[0]", "same condition"),
         (lambda c: c.update(equivalence_margin=1.5), "claims.C4.comparisons[0]", "margin"),
-        (lambda c: c.pop("metric"), "claims.C4.comparisons[0]", "missing key"),
+        (lambda c: c.pop("metric"), "claims.C4.comparisons[0].metric", "is required"),
         (lambda c: c.update(name="Binlog On"), "claims.C4.comparisons[0].name", "snake_case"),
+        (lambda c: c.update(published_ratio=float("nan")), "claims.C4.comparisons[0].published_ratio",
+         "finite"),
+        (lambda c: c.update(baseline={}), "claims.C4.comparisons[0].baseline", "mapping of factor to level"),
+        (lambda c: c.update(metric="  "), "claims.C4.comparisons[0].metric", "must not be empty"),
     ],
 )
 def test_invalid_comparisons_are_refused(raw, edit, field, message):
@@ -136,13 +156,16 @@ def test_duplicate_comparison_names_and_bad_ranges_are_refused(raw):
 def test_file_errors_name_the_file(tmp_path):
     broken = tmp_path / "claims.yaml"
     broken.write_text("claims: [unclosed\n", encoding="utf-8")
-    with pytest.raises(ConfigError, match="not valid YAML") as error:
+    with pytest.raises(ConfigError, match="malformed YAML") as error:
         load_claims(broken)
     assert error.value.source == str(broken)
     with pytest.raises(ConfigError, match="cannot read"):
         load_claims(tmp_path / "absent.yaml")
     broken.write_text("claims: {}\n", encoding="utf-8")
     with pytest.raises(ConfigError, match="non-empty mapping"):
+        load_claims(broken)
+    broken.write_text("version: 1\nversion: 2\nclaims: {}\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="duplicated key 'version'"):
         load_claims(broken)
 
 

@@ -1,10 +1,14 @@
 """Params files: every shipped file loads, and malformed ones fail naming the file and field."""
 
+import dataclasses
+
 import pytest
 
-from claimlab import params
+from claimlab import ablation, params, schema, store
+from claimlab import workloads as wl
 from claimlab.design import conditions
 from claimlab.errors import ConfigError
+from claimlab.servers import KINDS, ServerOptions
 from conftest import ROOT
 
 MINIMAL = """
@@ -84,6 +88,36 @@ BAD = {
     "sequential min above max": (MINIMAL.replace("warmup: 0}",
                                                  "warmup: 0, sequential: {min_blocks: 9, max_blocks: 3}}"),
                                  "design.sequential.min_blocks"),
+    # numbers without bounds used to pass validate and fail (or exhaust memory) mid-run
+    "repetitions in the billions": (MINIMAL.replace("repetitions: 2", "repetitions: 4000000000"),
+                                    "design.repetitions: must be <= 1000"),
+    "iterations in the billions": (MINIMAL.replace("iterations: 1", "iterations: 4000000000"),
+                                   "design.iterations: must be <= 1000"),
+    "negative seed": (MINIMAL.replace("warmup: 0}", "warmup: 0, seed: -1}"), "design.seed: must be >= 0"),
+    "rows in the billions": (MINIMAL.replace("rows: 10", "rows: 2000000000"), "workloads.ins.rows: must be <="),
+    "sysbench table in the billions": (MINIMAL.replace("kind: proc_insert_loop, rows: 10",
+                                                       "kind: sysbench, table_size: 5000000000"),
+                                       "workloads.ins.table_size: must be <="),
+    "nan ready_timeout": (MINIMAL.replace("{kind: mariadb}", "{kind: mariadb, ready_timeout: .nan}"),
+                          "targets.default.ready_timeout: must be a finite number"),
+    "zero ready_timeout": (MINIMAL.replace("{kind: mariadb}", "{kind: mariadb, ready_timeout: 0}"),
+                           "targets.default.ready_timeout: must be >= 1"),
+    "port out of range": (MINIMAL.replace("default: {kind: mariadb}",
+                                          "default: {kind: external, host: 127.0.0.1, port: 70000}"),
+                          "targets.default.port: must be <= 65535"),
+    "buffer pool below minimum": (MINIMAL.replace("log_bin: false", "innodb_buffer_pool_size: 1K"),
+                                  "factors.binlog.off.server.innodb_buffer_pool_size: 1K is outside"),
+    "sync_binlog negative": (MINIMAL.replace("log_bin: false", "sync_binlog: -1"),
+                             "factors.binlog.off.server.sync_binlog: must be >= 0"),
+    "level override in the billions": (MINIMAL.replace('"off": {server: {log_bin: false}}',
+                                                       '"off": {workloads: {ins: {rows: 9000000000}}}'),
+                                       "factors.binlog.off.workloads.ins.rows: must be <="),
+    "level override changes the kind": (MINIMAL.replace('"off": {server: {log_bin: false}}',
+                                                        '"off": {workloads: {ins: {kind: join}}}'),
+                                        "factors.binlog.off.workloads.ins.kind"),
+    "unquoted on as a level": (MINIMAL.replace('"on":', "on:"), "factors.binlog.True: expected a string"),
+    "no targets": (MINIMAL.replace("  default: {kind: mariadb}\n", "").replace("targets:", "targets: {}"),
+                   "targets: declare at least one target"),
 }
 
 
@@ -108,3 +142,117 @@ def test_malformed_yaml_names_line(write_params):
 def test_missing_file():
     with pytest.raises(ConfigError, match="no such params file"):
         params.find("does_not_exist")
+
+
+def test_unknown_key_lists_every_allowed_key_not_only_those_present(write_params):
+    """The old message listed the keys already in the file as `allowed`."""
+    path = write_params(MINIMAL.replace("warmup: 0", "warmup: 0, repetitons: 3"))
+    with pytest.raises(ConfigError) as err:
+        params.load(path)
+    allowed = str(err.value).split("(allowed: ")[1].rstrip(")").split(", ")
+    assert set(allowed) == {f.name for f in dataclasses.fields(params.Design)}
+
+
+@pytest.mark.parametrize("column", store.BASE_COLUMNS + store.TAIL_COLUMNS)
+def test_factor_named_like_any_results_column_is_refused(write_params, column):
+    """A factor becomes a results.csv column: a clash wrote a file that read_results refused."""
+    path = write_params(MINIMAL.replace("binlog:", f"{column}:"))
+    with pytest.raises(ConfigError, match=f"factors.{column}: '{column}' is a results column"):
+        params.load(path)
+
+
+def test_every_target_kind_has_a_model():
+    assert set(params.TARGET_MODELS) == set(KINDS)
+
+
+def test_every_integer_workload_parameter_is_bounded():
+    for kind, cls in wl.KINDS.items():
+        for fld in dataclasses.fields(cls):
+            if fld.type in (int, "int"):
+                model = params.WORKLOAD_MODELS[kind]
+                with pytest.raises(ConfigError, match=f"w.{fld.name}: must be <="):
+                    schema.validate(model, {"kind": kind, fld.name: 10**12}, "f", "w")
+
+
+def test_targets_build_the_records_the_servers_use(write_params):
+    exp = params.load(write_params(MINIMAL.replace(
+        "default: {kind: mariadb}",
+        "default: {kind: mariadb, ready_timeout: 5, options: {innodb_buffer_pool_size: 134217728, "
+        "extra: {performance_schema: true, max_connections: 50}}}\n"
+        "  ext: {kind: external, socket: /run/mysqld/mysqld.sock, password_env: MY_PW}")))
+    default, ext = exp.targets["default"], exp.targets["ext"]
+    assert default.ready_timeout == 5.0 and default.options == ServerOptions(
+        innodb_buffer_pool_size="134217728", extra=(("max_connections", "50"), ("performance_schema", "ON")))
+    assert (ext.kind, ext.user, ext.socket, ext.password_env, ext.host) == (
+        "external", "root", "/run/mysqld/mysqld.sock", "MY_PW", None)
+
+
+def test_anchors_within_bounds_are_allowed(write_params):
+    exp = params.load(write_params(MINIMAL.replace(
+        "default: {kind: mariadb}", "default: {kind: mariadb, options: &opts {innodb_buffer_pool_size: 64M}}\n"
+        "  other: {kind: mariadb, options: *opts}")))
+    assert exp.targets["default"].options == exp.targets["other"].options == ServerOptions(
+        innodb_buffer_pool_size="64M")
+
+
+@pytest.mark.parametrize("text, message", [
+    ("a: 1\nb: 2\na: 3\n", "line 3: malformed YAML: duplicated key 'a' (first on line 1)"),
+    ("a: {x: 1, x: 1}\n", "duplicated key 'x'"),
+    ("a: " + "[" * 100 + "]" * 100 + "\n", "nested deeper than 40 levels"),
+    ("a: &x [1, *x]\n", "an alias refers to a node that contains it"),
+    ("a: &a [1,1,1,1,1,1,1,1,1,1]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b,*b]\n"
+     "d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c,*c]\ne: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d,*d]\n",
+     "aliases expand to more than 100000 values"),
+])
+def test_yaml_reader_refuses_what_safe_load_accepts(tmp_path, text, message):
+    path = tmp_path / "x.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as err:
+        schema.read_yaml(path)
+    assert message in str(err.value) and str(err.value).startswith(str(path))
+
+
+def test_yaml_reader_refuses_oversized_and_binary_files(tmp_path):
+    big = tmp_path / "big.yaml"
+    big.write_text("a: '" + "x" * schema.MAX_FILE_BYTES + "'\n")
+    with pytest.raises(ConfigError, match="larger than"):
+        schema.read_yaml(big)
+    binary = tmp_path / "bin.yaml"
+    binary.write_bytes(b"a: \xff\xfe\n")
+    with pytest.raises(ConfigError, match="not UTF-8"):
+        schema.read_yaml(binary)
+
+
+def test_errors_never_echo_a_long_value(write_params):
+    path = write_params(MINIMAL.replace("log_bin: false", "character_set_server: '" + "x;" * 200_000 + "'"))
+    with pytest.raises(ConfigError) as err:
+        params.load(path)
+    assert "is not a charset/collation name" in str(err.value) or "..." in str(err.value)
+    assert len(str(err.value)) < len(str(path)) + 400
+
+
+def test_ablation_files_use_the_same_validator(tmp_path):
+    path = tmp_path / "ablation" / "hunt.yaml"
+    path.parent.mkdir()
+    base = "workloads: {w: {kind: proc_insert_loop}}\nslow: {log_bin: true}\nfast: {}\n"
+    for extra, message in [
+        ("design: {repetitions: 4000000000}\n", "design.repetitions: must be <= 1000"),
+        ("target: {kind: external, host: 127.0.0.1}\n", "external target cannot be"),
+        ("profiles: {smoke: {workload: {rows: 0}}}\n", "profiles.smoke.workload.rows: must be >= 1"),
+        ("profiles: {huge: {}}\n", "profiles.huge: unknown profile (allowed: full, quick, smoke)"),
+        ("workloads: {w: {kind: join}, v: {kind: join}}\n", "duplicated key 'workloads'"),
+    ]:
+        path.write_text(base + extra)
+        with pytest.raises(ConfigError) as err:
+            ablation.load(path, "smoke")
+        assert message in str(err.value), str(err.value)
+    path.write_text(base.replace("{w: {kind: proc_insert_loop}}", "{w: {kind: join}, v: {kind: join}}"))
+    with pytest.raises(ConfigError, match="workloads: an ablation measures exactly one workload"):
+        ablation.load(path)
+
+
+def test_unknown_experiment_lists_the_experiments_there_are(tmp_path):
+    (tmp_path / "one.yaml").write_text("")
+    (tmp_path / "two.yaml").write_text("")
+    with pytest.raises(ConfigError, match=r"no such params file \(there are: one, two\)"):
+        params.find("three", tmp_path)
