@@ -46,7 +46,7 @@ def default_target():
 @pytest.fixture
 def server(launcher, default_target):
     from claimlab.servers import ServerOptions
-    srv = launcher.server(default_target, ServerOptions(innodb_buffer_pool_size="64M"))
+    srv = launcher.prepare(default_target, ServerOptions(innodb_buffer_pool_size="64M"))
     srv.start()
     yield srv
     srv.stop()

@@ -22,6 +22,11 @@ class ServerStartError(ClaimlabError):
     """A server claimlab launched did not become ready."""
 
 
+class SettingsMismatch(ClaimlabError):
+    """A started server does not run with the settings claimlab asked for. Deterministic: the
+    same option file gives the same server, so this is never retried."""
+
+
 class ServerGone(ClaimlabError):
     """A server stopped answering during a measurement."""
 

@@ -150,6 +150,14 @@ def load(path: str | Path, profile: str = "quick") -> Experiment:
     return experiment
 
 
+def with_default_target(exp: Experiment, name: str, source: str) -> Experiment:
+    """The experiment with `name` as the target of every condition that picks none."""
+    if name not in exp.targets:
+        raise ConfigError(source, "", f"{exp.source} declares no target {name!r} "
+                                      f"(it has: {', '.join(exp.targets)})")
+    return replace(exp, design=replace(exp.design, target=name))
+
+
 def _factor(name: str, f: Fields, targets: dict, workloads: dict) -> Factor:
     check_name(name, f.source, f.path)
     if name in ("target", "workload", "condition", "metric", "value", "unit", "repetition",

@@ -183,7 +183,7 @@ def profile_condition(launcher: Launcher, target: TargetSpec, options: ServerOpt
                       seed: int = 1) -> Profile:
     """Start the condition's server, load and warm up untimed, then sample only the measured
     iterations. The server is always stopped; perf.data is kept in out_dir."""
-    server = launcher.server(target, options)
+    server = launcher.prepare(target, options)
     try:
         server.start()
         workload.prepare(server)
@@ -346,7 +346,7 @@ def count_instructions(launcher: Launcher, target: TargetSpec, options: ServerOp
     control = tool("callgrind_control", "`apt-get install valgrind`")
     statement = statement or statement_for(workload)
     out_dir = Path(out_dir) / condition
-    server = launcher.server(callgrind_target(target, out_dir), callgrind_options(options))
+    server = launcher.prepare(callgrind_target(target, out_dir), callgrind_options(options))
     dumps: list[Path] = []
     try:
         server.start()

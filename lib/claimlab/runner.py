@@ -7,7 +7,6 @@ The runner owns the order of events and the handling of faults; it computes no s
 from __future__ import annotations
 
 import fcntl
-import os
 import shutil
 import signal
 import sys
@@ -19,10 +18,10 @@ from pathlib import Path
 from tqdm import tqdm
 
 from . import accounting, provenance
-from .design import Condition, Unit, conditions, schedule, unit_seed
+from .design import Condition, Unit, conditions, resolve_conditions, schedule, unit_seed
 from .errors import ClaimlabError, ServerGone, ServerStartError, TargetUnavailable
 from .params import Experiment
-from .servers import ExternalServer, Launcher, ServerFacts, ServerOptions, check_available, remove_socket_dir
+from .servers import ExternalServer, Launcher, check_available, flavor_of, reaping, verify_settings
 from .stopping import StopRule
 from .store import RunStore, find_run, now, project_root, raw_root, read_results
 from .workloads import Measurement
@@ -71,28 +70,19 @@ def available_targets(exp: Experiment, conds: list[Condition]) -> dict[str, str]
     return reasons
 
 
-def verify_settings(requested: ServerOptions, facts: ServerFacts, target: str) -> None:
-    """The server's word against the option file's: measuring the wrong setting is worse than failing."""
-    problems = []
-    if requested.log_bin is not None and facts.log_bin != requested.log_bin:
-        problems.append(f"log_bin requested {'ON' if requested.log_bin else 'OFF'}, "
-                        f"server reports {'ON' if facts.log_bin else 'OFF'}")
-    for name in ("character_set_server", "collation_server", "sync_binlog",
-                 "innodb_flush_log_at_trx_commit", "binlog_format"):
-        wanted = getattr(requested, name)
-        have = facts.variables.get(name)
-        if wanted is not None and have is not None and str(wanted).lower() != have.lower():
-            problems.append(f"{name} requested {wanted}, server reports {have}")
-    if problems:
-        raise ServerStartError(f"target {target}: " + "; ".join(problems))
-
-
 def run(exp: Experiment, *, data_root: Path | None = None, work_root: Path | None = None,
         resume: str | None = None, progress: bool = True, claim=None, log=None) -> RunOutcome:
     data_root = data_root or raw_root()
     conds = conditions(exp)
     skipped = available_targets(exp, conds)
     runnable = [c for c in conds if c.target not in skipped]
+    if not runnable:
+        raise TargetUnavailable("; ".join(skipped.values()))
+    # servers-helper: levels naming a role or a spelling are resolved per server before any
+    # starts; a level a server lacks is skipped with its reason (e.g. 0900 collations on MariaDB).
+    runnable, unresolvable = resolve_conditions(
+        runnable, {name: flavor_of(exp.targets[name]) for name in {c.target for c in runnable}})
+    skipped = skipped | unresolvable
     if not runnable:
         raise TargetUnavailable("; ".join(skipped.values()))
     for workload in {w.name: w for c in runnable for w in c.workloads}.values():
@@ -130,11 +120,9 @@ def run(exp: Experiment, *, data_root: Path | None = None, work_root: Path | Non
     work_root = work_root or project_root() / "work"
     work = work_root / store.run_id
     work_root.mkdir(parents=True, exist_ok=True)
-    with open(work_root / ".reaper.lock", "w") as reaper:
+    with reaping(work_root) as reaped:
         # Reaping and claiming a run directory exclude each other, so a run that is starting
         # (directory made, lock not yet taken) is never mistaken for a dead one.
-        fcntl.flock(reaper, fcntl.LOCK_EX)
-        reaped = reap_stale(work_root)
         work.mkdir(parents=True, exist_ok=True)
         lock = open(work / ".lock", "w")
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)   # held for the whole run: "this run is alive"
@@ -177,6 +165,7 @@ def run(exp: Experiment, *, data_root: Path | None = None, work_root: Path | Non
         _cleanup_work(work, exp)
         lock.close()
         _drop_external_schemas(exp, runnable, store)
+        launcher.close()
     return outcome
 
 
@@ -187,60 +176,6 @@ def _close_quietly(store: RunStore, status: str, exc: Exception) -> None:
         store.event(status, reason=str(exc))
         store.finish(status)
     except (OSError, ClaimlabError):
-        pass
-
-
-def reap_stale(work_root: Path) -> list[int]:
-    """Servers left by a claimlab that was killed (SIGKILL, power loss): stop them by the pid
-    files in run directories whose lock nobody holds, and remove those directories. Call with
-    work_root/.reaper.lock held.
-
-    A pid is only signalled when /proc says that process was started with that directory's
-    option file, so a recycled pid is never hit."""
-    reaped = []
-    if not work_root.is_dir():
-        return reaped
-    for run_dir in sorted(p for p in work_root.iterdir() if (p / ".lock").exists()):
-        with open(run_dir / ".lock", "a") as lock:
-            try:
-                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                continue   # a live run owns it
-            for pid_file in run_dir.glob("*/server.pid"):
-                pid = _read_pid(pid_file)
-                if pid and _started_with(pid, pid_file.parent / "my.cnf"):
-                    _terminate(pid)
-                    reaped.append(pid)
-            for home in (cnf.parent for cnf in run_dir.glob("*/my.cnf")):
-                remove_socket_dir(home)
-            shutil.rmtree(run_dir, ignore_errors=True)
-    return reaped
-
-
-def _read_pid(path: Path) -> int | None:
-    try:
-        return int(path.read_text().strip())
-    except (OSError, ValueError):
-        return None
-
-
-def _started_with(pid: int, cnf: Path) -> bool:
-    try:
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    except OSError:
-        return False
-    return f"--defaults-file={cnf}".encode() in cmdline
-
-
-def _terminate(pid: int, timeout: float = 30.0) -> None:
-    try:
-        os.kill(pid, signal.SIGTERM)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            os.kill(pid, 0)
-            time.sleep(0.1)
-        os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
         pass
 
 
@@ -302,7 +237,7 @@ def _run_unit(exp: Experiment, store: RunStore, launcher: Launcher, unit: Unit, 
     target = exp.targets[cond.target]
     stored = 0
     for attempt in range(1, design.max_attempts + 1):
-        server = launcher.server(target, cond.server,
+        server = launcher.prepare(target, cond.server,
                                  fresh=design.fresh_datadir and attempt == 1)
         load_before = provenance.loadavg()
         started = now()

@@ -1,6 +1,6 @@
 """Version differences live in one place: the option spellings per server flavor."""
 
-from claimlab.servers import Flavor, ServerOptions, tarball_url
+from claimlab.servers import Flavor, ServerOptions, tarball_urls
 
 OFF, ON = ServerOptions(log_bin=False), ServerOptions(log_bin=True, sync_binlog=1)
 
@@ -26,9 +26,19 @@ def test_merged_options_and_extra():
     assert merged.key() != base.key()
 
 
-def test_tarball_urls():
-    assert tarball_url("5.7.44").endswith("/mysql-5.7/mysql-5.7.44-linux-glibc2.12-x86_64.tar.gz")
-    assert tarball_url("8.0.40").endswith("/mysql-8.0/mysql-8.0.40-linux-glibc2.28-x86_64.tar.xz")
+def test_tarball_urls_try_each_layout_mysql_used():
+    """5.7 exists only as glibc2.12 .tar.gz; 8.0 as glibc2.28, 2.17 or (early) 2.12 .tar.xz; current
+    releases live under Downloads/, older ones under archives/."""
+    assert tarball_urls("5.7.44") == [
+        "https://cdn.mysql.com/Downloads/MySQL-5.7/mysql-5.7.44-linux-glibc2.12-x86_64.tar.gz",
+        "https://cdn.mysql.com/archives/mysql-5.7/mysql-5.7.44-linux-glibc2.12-x86_64.tar.gz"]
+    urls = tarball_urls("8.0.40")
+    assert [u.rsplit("-linux-", 1)[1] for u in urls[::2]] == [
+        "glibc2.28-x86_64.tar.xz", "glibc2.17-x86_64.tar.xz", "glibc2.12-x86_64.tar.xz"]
+    assert not any("glibc2.12" in u for u in tarball_urls("8.4.3"))
+    assert tarball_urls("9.7.4", "file:///srv/mirror/") == [
+        "file:///srv/mirror/mysql-9.7.4-linux-glibc2.28-x86_64.tar.xz",
+        "file:///srv/mirror/mysql-9.7.4-linux-glibc2.17-x86_64.tar.xz"]
 
 
 def test_only_claimlab_schemas_can_be_dropped():
