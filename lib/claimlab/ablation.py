@@ -14,7 +14,8 @@ hierarchical resampling (restarts, then iterations; `share_interval`).
 An ablation file (params/ablation/NAME.yaml):
 
     description: ...
-    target: {kind: mariadb}                       # a servers.TargetSpec; its options stay fixed
+    targets: {mariadb: {kind: mariadb}, mysql: {kind: mysql-debian}}   # servers.TargetSpec; one is
+                                                  # chosen per run (default the first); its options stay fixed
     workloads: {insert_loop: {kind: proc_insert_loop, rows: 1000}}   # exactly one
     slow: {log_bin: true, sync_binlog: 1}         # servers.ServerOptions; unset = server default
     fast: {log_bin: false}
@@ -154,8 +155,9 @@ class Ablation:
                           document=self.document or {"ablation": self.name})
 
 
-def load(path: str | Path, profile: str = "quick") -> Ablation:
-    """An ablation file, validated: unknown keys and impossible plans are errors naming the field."""
+def load(path: str | Path, profile: str = "quick", target_name: str | None = None) -> Ablation:
+    """An ablation file, validated: unknown keys and impossible plans are errors naming the field.
+    `target_name` picks one of its targets (default: the first)."""
     path = Path(path)
     source = str(path)
     if profile not in params_mod.PROFILES:
@@ -163,7 +165,15 @@ def load(path: str | Path, profile: str = "quick") -> Ablation:
     document = params_mod.read_yaml(path)
     top = Fields(document, source)
     name = check_name(path.stem, source, "(file name)")
-    target = TargetSpec.from_fields("default", top.sub("target"))
+    declared = top.sub("targets")
+    targets = {}
+    for tname, _ in declared.entries():
+        check_name(tname, source, f"targets.{tname}")
+        targets[tname] = TargetSpec.from_fields(tname, declared.sub(tname))
+    targets = targets or {"mariadb": TargetSpec(name="mariadb", kind="mariadb")}
+    if target_name is not None and target_name not in targets:
+        raise ConfigError(source, "targets", f"no target named {target_name!r} (it has: {', '.join(targets)})")
+    target = targets[target_name or next(iter(targets))]
     entries = top.sub("workloads", required=True)
     items = entries.entries()
     if len(items) != 1:

@@ -107,6 +107,7 @@ def _parser() -> argparse.ArgumentParser:
     ab.add_argument("--work", type=Path, metavar="DIR", help="scratch space (default work/)")
     ab.add_argument("--table", type=Path, metavar="CSV", help="write the attribution table here")
     ab.add_argument("--no-progress", action="store_true", help="no progress bar")
+    ab.add_argument("--target", metavar="NAME", help="which of the file's targets (default: the first)")
 
     pr = sub.add_parser("profile", help="flame graphs and instruction counts per condition",
                         description="For each condition of an ablation (slow, fast) or a claim "
@@ -310,7 +311,7 @@ def cmd_diff(args) -> int:
 def cmd_ablate(args) -> int:
     from . import ablation
     from .store import read_results
-    abl = ablation.load(ablation.find(args.ablation), args.profile)
+    abl = ablation.load(ablation.find(args.ablation), args.profile, args.target)
     outcome = ablation.run(abl, data_root=args.data, work_root=args.work,
                            progress=not args.no_progress and sys.stderr.isatty())
     table = ablation.attribute(read_results(outcome.path), abl)

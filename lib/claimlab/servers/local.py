@@ -278,9 +278,8 @@ class LocalServer(Server):
                                    f"{self._log_tail(log_start)}") from None
         if result.returncode != 0:
             lines = (result.stdout + result.stderr).splitlines()
-            tail = _tail([ln for ln in lines if "ERROR" in ln] or lines)
-            if tail == "(nothing logged)":
-                tail = self._log_tail(log_start)
+            logged = [ln for ln in self._log_lines(log_start) if "[ERROR]" in ln]
+            tail = _tail(logged or [ln for ln in lines if "ERROR" in ln] or lines)
             shutil.rmtree(partial, ignore_errors=True)
             raise ServerStartError(f"target {self.target.name}: initialising {self.datadir} failed: {tail}")
         partial.rename(self.datadir)
@@ -328,15 +327,19 @@ class LocalServer(Server):
             fh.write(password)
         self.password = password
 
-    def _log_tail(self, start: int = 0) -> str:
+    def _log_lines(self, start: int = 0) -> list[str]:
         try:
             with open(self.error_log, "rb") as fh:
                 fh.seek(start)
-                lines = fh.read().decode(errors="replace").splitlines()
+                return fh.read().decode(errors="replace").splitlines()
         except OSError:
-            return "(no error log)"
-        errors = [ln for ln in lines if "[ERROR]" in ln] or lines
-        return _tail(errors)
+            return []
+
+    def _log_tail(self, start: int = 0) -> str:
+        lines = self._log_lines(start)
+        if not lines:
+            return "(nothing in the error log)"
+        return _tail([ln for ln in lines if "[ERROR]" in ln] or lines)
 
     def _kill(self) -> None:
         if self.proc is not None and self.proc.poll() is None:

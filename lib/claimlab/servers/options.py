@@ -189,7 +189,7 @@ def _version_text(f: Fields) -> str | None:
         return None
     value = str(value)
     if not re.match(r"^\d+\.\d+\.\d+$", value):
-        raise f.error("version", f"{value!r} is not a MySQL release like 8.0.40")
+        raise f.error("version", f"{value!r} is not a MySQL version like 8.0.40 (a full release)")
     return value
 
 
