@@ -11,6 +11,7 @@ product and version differences), debian and tarball (where programs come from),
 to server), local (server lifecycle and facts), reaper (servers of dead runs).
 """
 
+from . import debian, tarball
 from .flavor import ROLES, Flavor, canonical_name, parse_version
 from .launcher import Launcher, cache_dir, check_available, flavor_of, installation, mariadb_binary
 from .local import (
@@ -34,5 +35,5 @@ __all__ = [
     "ExternalServer", "Flavor", "Installation", "Launcher", "LocalServer", "Server", "ServerFacts",
     "ServerOptions", "TargetSpec", "binary_version", "cache_dir", "canonical_name", "check_available",
     "flavor_of", "installation", "mariadb_binary", "parse_version", "reap", "reap_stale", "reaping",
-    "remove_socket_dir", "tarball_urls", "verify_settings",
+    "debian", "remove_socket_dir", "tarball", "tarball_urls", "verify_settings",
 ]

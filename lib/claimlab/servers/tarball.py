@@ -209,7 +209,9 @@ def _needed_closure(binary: Path, libdir: Path) -> list[str]:
 
 
 def pack(directory: Path, archive: Path) -> Path:
-    """A .tar.gz of `directory` with one top-level folder, as MySQL ships them."""
-    with tarfile.open(archive, "w:gz", compresslevel=1) as tar:
+    """A .tar.gz or .tar.xz of `directory` with one top-level folder, as MySQL ships them
+    (compressed fast rather than small: these archives are made to be unpacked here)."""
+    xz = archive.name.endswith(".tar.xz")
+    with tarfile.open(archive, "w:xz" if xz else "w:gz", **({"preset": 0} if xz else {"compresslevel": 1})) as tar:
         tar.add(directory, arcname=_ARCHIVE_SUFFIX.sub("", archive.name))
     return archive
