@@ -98,3 +98,8 @@ def test_flavor_from_what_servers_say():
     assert Flavor.from_version_text("5.5.5-10.11.14-MariaDB-0+deb12u2") == MARIADB1011
     assert Flavor.from_version_text("9.7.4-2") == MYSQL97
     assert Flavor.from_version_text("/usr/sbin/mariadbd  Ver 10.11.14-MariaDB-0+deb12u2 for debian") == MARIADB1011
+
+
+def test_mariadb_10_8_has_no_log_fsync_counter():
+    assert "Innodb_os_log_fsyncs" not in MARIADB1011.status_counters()
+    assert "Innodb_os_log_fsyncs" in MARIADB105.status_counters() and "Innodb_os_log_fsyncs" in MYSQL97.status_counters()

@@ -25,7 +25,7 @@ from .options import ServerOptions
 ROLES = ("uca_ai",)
 # Counters both products have (SHOW GLOBAL STATUS), read before and after each measurement.
 COMMON_COUNTERS = (
-    "Innodb_os_log_fsyncs", "Innodb_data_fsyncs", "Innodb_os_log_written", "Innodb_data_written",
+    "Innodb_data_fsyncs", "Innodb_os_log_written", "Innodb_data_written",
     "Questions", "Com_insert", "Com_select", "Com_update", "Com_delete", "Com_commit",
     "Com_call_procedure", "Handler_commit", "Handler_write", "Handler_update", "Handler_delete",
     "Handler_read_key", "Handler_read_next", "Handler_read_rnd_next",
@@ -177,8 +177,12 @@ class Flavor:
     # -- counters --------------------------------------------------------------------------
     def status_counters(self) -> tuple[str, ...]:
         """SHOW GLOBAL STATUS counters this flavour must have: a missing one is an error, never
-        a silently absent metric."""
-        return COMMON_COUNTERS + (MARIADB_BINLOG_COUNTERS if self.vendor == "mariadb" else MYSQL_BINLOG_COUNTERS)
+        a silently absent metric. MariaDB 10.8 dropped Innodb_os_log_fsyncs (its redo log is
+        written differently since); MySQL keeps it."""
+        if self.vendor == "mariadb":
+            log = ("Innodb_os_log_fsyncs",) if self.version < (10, 8, 0) else ()
+            return COMMON_COUNTERS + log + MARIADB_BINLOG_COUNTERS
+        return COMMON_COUNTERS + ("Innodb_os_log_fsyncs",) + MYSQL_BINLOG_COUNTERS
 
     def witness_queries(self) -> tuple[tuple[str, tuple[str, ...]], ...]:
         """Further counters from queries: (SQL returning one row, metric names of its columns)."""
