@@ -205,3 +205,15 @@ def _private_cache(tmp_path, monkeypatch):
     (tmp_path / "cache").mkdir()
     (tmp_path / "cache" / "mysql-debian").symlink_to(cache_dir() / "mysql-debian")
     monkeypatch.setenv("CLAIMLAB_CACHE", str(tmp_path / "cache"))
+
+
+def test_the_archive_signature_is_really_checked(tmp_path, mysql_target):
+    """The private sources list names the keyring apt must verify Debian's Release file with: a
+    keyring without Debian's keys makes the update fail, so nothing unsigned is ever unpacked."""
+    from claimlab.errors import TargetUnavailable
+    wrong = tmp_path / "empty.gpg"
+    wrong.write_bytes(b"")
+    apt = debian._PrivateApt(tmp_path / "apt", keyring=wrong)
+    assert f"[signed-by={wrong}]" in apt.sources.read_text()
+    with pytest.raises(TargetUnavailable, match="NO_PUBKEY|not signed|signature"):
+        apt.update()

@@ -87,12 +87,13 @@ def _downloaded(target: TargetSpec, cache: Path, allowed: bool) -> Path:
         archive = cache / "downloads" / url.rsplit("/", 1)[-1]
         if archive.exists():
             return archive
+    if not (target.sha256 or target.md5):
+        raise TargetUnavailable(f"target {target.name}: MySQL {target.version} is not downloaded, and "
+                                "downloading needs the published checksum: add `md5:` (from MySQL's "
+                                "download page) or `sha256:`, or give `path:` to a local tarball")
     if not allowed:
         raise TargetUnavailable(f"target {target.name}: MySQL {target.version} is not downloaded yet "
                                 f"(`claimlab run` fetches it from {urls[0]})")
-    if not (target.sha256 or target.md5):
-        raise TargetUnavailable(f"target {target.name}: downloading needs the published checksum: "
-                                "add `md5:` (from MySQL's download page) or `sha256:`")
     failures = []
     for url in urls:
         archive = cache / "downloads" / url.rsplit("/", 1)[-1]
