@@ -457,9 +457,13 @@ def conditions_of(name_or_path: str, profile: str = "smoke", root: Path | None =
         abl = ablation.load(ablation_file, profile)
         return [ProfiledCondition("slow", abl.target, abl.slow, abl.workload),
                 ProfiledCondition("fast", abl.target, abl.fast, abl.workload)]
+    from .servers import flavor_of
     exp = params.load(params.find(name_or_path, root / "params"), profile)
+    conds = design.conditions(exp)
+    # Names and roles (`uca_ai`) spelled for the server; a level it lacks is left out.
+    conds, _ = design.resolve_conditions(conds, {t: flavor_of(exp.targets[t]) for t in {c.target for c in conds}})
     out = []
-    for cond in design.conditions(exp):
+    for cond in conds:
         workload = next((w for w in cond.workloads if not isinstance(w, wl.Sysbench)), cond.workloads[0])
         name = re.sub(r"[^A-Za-z0-9_.\-]", "_", cond.id)
         out.append(ProfiledCondition(name, exp.targets[cond.target], cond.server, workload))
