@@ -4,17 +4,23 @@
 VENV    ?= .venv
 PY      := $(VENV)/bin/python
 PROFILE ?= quick
-OS_PACKAGES := mariadb-server sysbench chromium chromium-driver linux-perf valgrind
+OS_PACKAGES := mariadb-server sysbench chromium chromium-driver linux-perf valgrind patchelf debian-archive-keyring
 PYTEST_ARGS ?=
 
-.PHONY: setup os-packages flamegraph-tool report test lint clean help
+.PHONY: setup os-packages mysql flamegraph-tool report test lint clean help
 
 help:
 	@echo "make report   run every claim on the embedded MariaDB (PROFILE=$(PROFILE)) and render reports/"
 	@echo "make test     run the test suite (unit, integration on real MariaDB, notebooks)"
-	@echo "make setup    only install what the two above need"
+	@echo "make setup    only install what the two above need (MariaDB, MySQL 9.7 from Debian, tools)"
 
-setup: os-packages $(VENV)/.installed flamegraph-tool
+setup: os-packages $(VENV)/.installed flamegraph-tool mysql
+
+# Oracle MySQL 9.7 from Debian's archive (sid), unpacked into ~/.cache/claimlab with this host's apt
+# tools (private package lists; signatures checked). On hosts without apt-get/dpkg-deb (not Debian or
+# Ubuntu) or without network it says why in one line, and MySQL targets are reported unavailable.
+mysql: os-packages $(VENV)/.installed
+	$(VENV)/bin/claimlab setup-mysql --if-possible
 
 # Flame graphs are drawn by inferno (a maintained Rust port of FlameGraph); no OS package has it.
 flamegraph-tool:

@@ -121,7 +121,7 @@ def server(seconds: float) -> dict:
     from claimlab.witness import SpeedProbe
     report = {"mode": "server", "seconds_per_layout": seconds, "layouts": []}
     with tempfile.TemporaryDirectory(prefix="claimlab-speed-") as tmp:
-        srv = Launcher(Path(tmp)).server(TargetSpec(name="default", kind="mariadb"),
+        srv = Launcher(Path(tmp)).prepare(TargetSpec(name="default", kind="mariadb"),
                                          ServerOptions(innodb_buffer_pool_size="64M"))
         srv.start()
         try:

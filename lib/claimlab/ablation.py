@@ -14,7 +14,8 @@ hierarchical resampling (restarts, then iterations; `share_interval`).
 An ablation file (params/ablation/NAME.yaml):
 
     description: ...
-    target: {kind: mariadb}                       # a servers.TargetSpec; its options stay fixed
+    targets: {mariadb: {kind: mariadb}, mysql: {kind: mysql-debian}}   # servers.TargetSpec; one is
+                                                  # chosen per run (default the first); its options stay fixed
     workloads: {insert_loop: {kind: proc_insert_loop, rows: 1000}}   # exactly one
     slow: {log_bin: true, sync_binlog: 1}         # servers.ServerOptions; unset = server default
     fast: {log_bin: false}
@@ -41,7 +42,7 @@ from . import stats
 from . import workloads as wl
 from .errors import ConfigError, DataError
 from .params import Design, Experiment, Factor, Level
-from .schema import LEVEL_RE, NAME_RE, Model, Name, check_name, fail, read_yaml, validate
+from .schema import LEVEL_RE, NAME_RE, Model, Name, check_name, fail, read_yaml, show, validate
 from .servers import ServerOptions, TargetSpec
 
 FACTOR = "step"
@@ -168,7 +169,7 @@ class _AblationProfiles(params_mod.ProfilesIn):
 
 class AblationFile(Model):
     description: str = ""
-    target: dict[str, Any] = {}
+    targets: dict[Name, dict[str, Any]] = {"mariadb": {"kind": "mariadb"}}
     workloads: dict[Name, dict[str, Any]]
     slow: params_mod.ServerOptionsIn
     fast: params_mod.ServerOptionsIn
@@ -184,8 +185,9 @@ class AblationFile(Model):
         return self
 
 
-def load(path: str | Path, profile: str = "quick") -> Ablation:
-    """An ablation file, validated: unknown keys and impossible plans are errors naming the field."""
+def load(path: str | Path, profile: str = "quick", target_name: str | None = None) -> Ablation:
+    """An ablation file, validated: unknown keys and impossible plans are errors naming the field.
+    `target_name` picks one of its targets (default: the first)."""
     path = Path(path)
     source = str(path)
     if profile not in params_mod.PROFILES:
@@ -193,10 +195,14 @@ def load(path: str | Path, profile: str = "quick") -> Ablation:
     document = read_yaml(path)
     doc = validate(AblationFile, document, source)
     name = check_name(path.stem, source, "(file name)")
-    target = params_mod.target("default", doc.target, source, "target")
+    targets = {tname: params_mod.target(tname, tdata, source, f"targets.{tname}")
+               for tname, tdata in doc.targets.items()}
+    if target_name is not None and target_name not in targets:
+        raise ConfigError(source, "targets", f"no target named {show(target_name)} (it has: {', '.join(targets)})")
+    target = targets[target_name or next(iter(targets))]
     (wname, wdata), = doc.workloads.items()
     workload = params_mod.workload(wname, wdata, source, f"workloads.{wname}")
-    targets = {target.name: target}
+    targets = {target.name: target}   # the one this ablation runs on
     design = doc.design.applied(Design(), targets, source, "design")
     prof = getattr(doc.profiles, profile)
     if prof is not None:

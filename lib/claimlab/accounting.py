@@ -6,7 +6,10 @@ every timing claimlab records, as metrics of the same row format:
 - the server process's CPU time (user, system) and context switches, from its /proc entry;
 - the client's CPU time (claimlab itself and its children, e.g. sysbench), from getrusage;
 - server counters as deltas over the measured phase (`SHOW GLOBAL STATUS`: fsyncs, bytes
-  written, binlog commits, handler calls, statements);
+  written, binlog commits, handler calls, statements), the ones each server flavour has
+  (`Flavor.status_counters`, `Flavor.witness_queries`: MySQL has no Binlog_commits, its witnesses
+  are the binlog caches and performance_schema's binlog file I/O); one it should have and lacks
+  is an error, never a silently absent metric;
 - machine-wide context: busy, iowait and steal shares of all CPUs, and disk writes.
 A short quiet check before each measurement waits (bounded) while other processes keep the CPU or
 the disk busy, and flags the measurement as taken under contention if they do not stop; flagged
@@ -23,17 +26,11 @@ from pathlib import Path
 
 import mysql.connector
 
+from .errors import WorkloadError
 from .store import Metric
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 SECTOR_BYTES = 512
-STATUS_COUNTERS = (
-    "Innodb_os_log_fsyncs", "Innodb_data_fsyncs", "Innodb_os_log_written", "Innodb_data_written",
-    "Binlog_commits", "Binlog_group_commits", "Binlog_bytes_written", "Questions", "Com_insert",
-    "Com_select", "Com_update", "Com_delete", "Com_commit", "Com_call_procedure",
-    "Handler_commit", "Handler_write", "Handler_update", "Handler_delete", "Handler_read_key",
-    "Handler_read_next", "Handler_read_rnd_next",
-)
 # Quiet check: over a short window, CPU used by processes other than claimlab and its server,
 # in cores, and disk bytes written by others per second. Above either, wait; if it lasts, flag.
 QUIET_WINDOW_S = 0.3
@@ -171,17 +168,26 @@ def machine_metrics(before: MachineSample, after: MachineSample) -> list[Metric]
 
 
 def server_status(server, conn) -> dict[str, float]:
+    """The flavour's counters, named `status.<counter>` (SHOW GLOBAL STATUS) or as the witness
+    query names them (e.g. `pfs.binlog_misc_ops`). A witness table left empty because the
+    experiment turned performance_schema off yields no value (the variables record that)."""
+    flavor = server.flavor
+    wanted = flavor.status_counters()
     with server.answering("reading its status counters"):
         cur = conn.cursor()
         cur.execute("SHOW GLOBAL STATUS")
-        rows = cur.fetchall()
-    values = {}
-    for name, value in rows:
-        if name in STATUS_COUNTERS:
-            try:
-                values[name] = float(value)
-            except (TypeError, ValueError):
-                pass
+        rows = dict(cur.fetchall())
+        witnesses = []
+        for sql, names in flavor.witness_queries():
+            cur.execute(sql)
+            witnesses += [zip(names, row) for row in cur.fetchall()[:1]]
+    missing = [name for name in wanted if name not in rows]
+    if missing:
+        raise WorkloadError(f"target {server.target.name}: {flavor} reports no {', '.join(missing)} "
+                            "(SHOW GLOBAL STATUS); claimlab expects them from this flavour")
+    values = {f"status.{name}": float(rows[name]) for name in wanted}
+    for pairs in witnesses:
+        values.update((name, float(value)) for name, value in pairs if value is not None)
     return values
 
 
@@ -229,8 +235,9 @@ class Meter:
         cpu = _others_cpu(machine_before, machine_after, own_cpu)
         disk = _written_since(writes_before, writes_after) / max(machine_after.at - machine_before.at, 1e-3)
         out += [Metric("other_cpu_cores", cpu, "cores"), Metric("other_disk_bytes_s", disk, "bytes/s")]
-        out += [Metric(f"status.{name}", status_after[name] - status_before[name], "count")
-                for name in STATUS_COUNTERS if name in status_after and name in status_before]
+        out += [Metric(name, status_after[name] - status_before[name],
+                       "bytes" if name.startswith("pfs.") and name.endswith("_bytes_written") else "count")
+                for name in status_after if name in status_before]
         return out
 
     def close(self) -> None:

@@ -33,6 +33,8 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--work", type=Path, metavar="DIR", help="scratch space for server data "
                                                             "directories (default work/)")
     r.add_argument("--no-progress", action="store_true", help="no progress bar")
+    r.add_argument("--target", metavar="NAME", help="the target for conditions that pick none "
+                                                    "(default: design.target, else the first target)")
 
     v = sub.add_parser("validate", help="check params files without running anything",
                        description="Load every profile of each params file and report the first error.")
@@ -42,6 +44,15 @@ def _parser() -> argparse.ArgumentParser:
                        description="For each target in the params files, say what would run or "
                                    "exactly what is missing.")
     t.add_argument("params", nargs="*", help="names or paths (default: every file in params/)")
+
+    sm = sub.add_parser("setup-mysql", help="fetch Oracle MySQL from Debian's archive into the cache",
+                        description="Download mysql-server-core and every package it needs from Debian "
+                                    "sid with this host's apt tools (private lists; signatures verified "
+                                    "with debian-archive-keyring), unpack them into the cache "
+                                    "(CLAIMLAB_CACHE, default ~/.cache/claimlab) for `mysql-debian` "
+                                    "targets. A no-op when the newest version is already there.")
+    sm.add_argument("--if-possible", action="store_true",
+                    help="on a host that cannot (not Debian/Ubuntu, no network), say why and exit 0")
 
     ls = sub.add_parser("runs", help="list stored runs")
     ls.add_argument("--data", type=Path, metavar="DIR", help="where raw runs live (default data/raw)")
@@ -100,6 +111,7 @@ def _parser() -> argparse.ArgumentParser:
     ab.add_argument("--work", type=Path, metavar="DIR", help="scratch space (default work/)")
     ab.add_argument("--table", type=Path, metavar="CSV", help="write the attribution table here")
     ab.add_argument("--no-progress", action="store_true", help="no progress bar")
+    ab.add_argument("--target", metavar="NAME", help="which of the file's targets (default: the first)")
 
     pr = sub.add_parser("profile", help="flame graphs and instruction counts per condition",
                         description="For each condition of an ablation (slow, fast) or a claim "
@@ -131,6 +143,8 @@ def _params_paths(names: list[str]) -> list[Path]:
 def cmd_run(args) -> int:
     from . import runner, stats
     exp = params_mod.load(params_mod.find(args.params), args.profile)
+    if args.target:
+        exp = params_mod.with_default_target(exp, args.target, "--target")
     outcome = runner.run(exp, data_root=args.data, work_root=args.work, resume=args.resume,
                          progress=not args.no_progress and sys.stderr.isatty(),
                          should_stop=stats.stopping_for(exp),
@@ -198,7 +212,8 @@ def cmd_targets(args) -> int:
                 continue
             seen.add(key)
             try:
-                print(f"available    {name:<10} {spec.kind:<14} {check_available(spec)}  ({path.name})")
+                print(f"available    {name:<10} {spec.kind:<14} {check_available(spec, download=False)}"
+                      f"  ({path.name})")
             except (TargetUnavailable, ClaimlabError) as exc:
                 print(f"unavailable  {name:<10} {spec.kind:<14} {exc}  ({path.name})")
     try:
@@ -207,6 +222,17 @@ def cmd_targets(args) -> int:
         print(f"unavailable  sysbench   {exc}")
         worst = 1
     return worst
+
+
+def cmd_setup_mysql(args) -> int:
+    from .servers import cache_dir, debian
+    try:
+        debian.setup(cache_dir(), log=lambda line: print(f"setup-mysql: {line}", file=sys.stderr))
+    except TargetUnavailable as exc:
+        if not args.if_possible:
+            raise
+        print(f"setup-mysql: skipped: {exc}; MySQL targets will be reported unavailable")
+    return 0
 
 
 def cmd_runs(args) -> int:
@@ -318,7 +344,7 @@ def cmd_diff(args) -> int:
     with tempfile.TemporaryDirectory(prefix="claimlab-diff-", dir=args.work) as work:
         launcher = Launcher(Path(work))
         for _, target, options in sides:
-            server = launcher.server(target, options)
+            server = launcher.prepare(target, options)
             try:
                 server.start()
                 facts.append(server.facts())
@@ -333,7 +359,7 @@ def cmd_diff(args) -> int:
 def cmd_ablate(args) -> int:
     from . import ablation
     from .store import read_results
-    abl = ablation.load(ablation.find(args.ablation), args.profile)
+    abl = ablation.load(ablation.find(args.ablation), args.profile, args.target)
     outcome = ablation.run(abl, data_root=args.data, work_root=args.work,
                            progress=not args.no_progress and sys.stderr.isatty())
     table = ablation.attribute(read_results(outcome.path), abl)
@@ -389,12 +415,27 @@ def cmd_profile(args) -> int:
 
 
 COMMANDS = {"report": cmd_report, "run": cmd_run, "validate": cmd_validate, "targets": cmd_targets, "runs": cmd_runs,
-            "analyze": cmd_analyze, "diff": cmd_diff, "ablate": cmd_ablate, "profile": cmd_profile}
+            "analyze": cmd_analyze, "diff": cmd_diff, "ablate": cmd_ablate, "profile": cmd_profile,
+            "setup-mysql": cmd_setup_mysql}
+# Commands that may start servers: each first stops the servers a killed claimlab left behind
+# (`run` does so itself, under the lock that claims its run directory, and records it in the run).
+STARTS_SERVERS = ("report", "diff", "ablate", "profile")
+
+
+def _reap_orphans(args) -> None:
+    from .servers import reap
+    from .store import project_root
+    reaped = reap(getattr(args, "work", None) or project_root() / "work")
+    if reaped:
+        print(f"claimlab: stopped {len(reaped)} server(s) left by a killed claimlab: pids "
+              f"{', '.join(map(str, reaped))}", file=sys.stderr)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
+        if args.command in STARTS_SERVERS:
+            _reap_orphans(args)
         return COMMANDS[args.command](args)
     except KeyboardInterrupt:
         print("claimlab: interrupted; resume with --resume RUN_ID (see `claimlab runs`)", file=sys.stderr)

@@ -16,6 +16,7 @@ and neighbours' noise spread over all of them (randomized complete blocks, same 
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import random
 from dataclasses import dataclass
@@ -23,7 +24,7 @@ from dataclasses import dataclass
 from . import workloads as wl
 from .errors import ConfigError
 from .params import Experiment, with_overrides
-from .servers import ServerOptions
+from .servers import Flavor, ServerOptions
 
 
 @dataclass(frozen=True)
@@ -88,8 +89,13 @@ def conditions(exp: Experiment) -> list[Condition]:
                         overrides.update(items)
             workloads.append(with_overrides(w, overrides, exp.source, f"workloads.{w.name}")
                              if overrides else w)
-        out.append(Condition(cid, levels, targets.pop() if targets else exp.default_target,
-                             server, tuple(workloads), cell))
+        target = targets.pop() if targets else exp.default_target
+        if server != ServerOptions() and exp.targets[target].kind == "external":
+            setter = next(f"factors.{f.name}.{lv.name}.server" for f, lv in zip(exp.factors, combo)
+                          if lv.server != ServerOptions())
+            raise ConfigError(exp.source, setter, f"sets server options, but condition {cid} runs on "
+                                                  f"external target {target}, which claimlab never reconfigures")
+        out.append(Condition(cid, levels, target, server, tuple(workloads), cell))
     return out
 
 
@@ -99,6 +105,35 @@ def cells(conds: list[Condition]) -> list[tuple[Condition, ...]]:
     for c in conds:
         grouped.setdefault(c.cell, []).append(c)
     return [tuple(group) for group in grouped.values()]
+
+
+# -- servers-helper: names resolved per server flavour (roles such as `uca_ai`) --------------
+_NAME_FIELDS = ("charset", "collation", "schema_charset", "schema_collation")
+
+
+def resolve_conditions(conds: list[Condition], flavors: dict[str, Flavor]
+                       ) -> tuple[list[Condition], dict[str, str]]:
+    """Every charset/collation name or role in the conditions spelled for the server of its
+    target (`Flavor.resolve`), before any server starts. Returns the conditions that can run and,
+    for each one that cannot, why (condition id -> reason)."""
+    kept, skipped = [], {}
+    for cond in conds:
+        flavor = flavors[cond.target]
+        server, reason = flavor.resolve_options(cond.server)
+        workloads = []
+        for w in cond.workloads:
+            changes = {}
+            for name in _NAME_FIELDS:
+                value = getattr(w, name, None)
+                if value is not None and reason is None:
+                    changes[name], why = flavor.resolve(value)
+                    reason = reason or (why and f"workloads.{w.name}.{name}: {why}")
+            workloads.append(dataclasses.replace(w, **changes) if changes and reason is None else w)
+        if reason:
+            skipped[cond.id] = f"condition {cond.id} on target {cond.target}: {reason}"
+        else:
+            kept.append(dataclasses.replace(cond, server=server, workloads=tuple(workloads)))
+    return kept, skipped
 
 
 def schedule(conds: list[Condition], blocks: int, seed: int) -> list[Unit]:

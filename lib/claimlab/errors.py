@@ -34,7 +34,7 @@ class DataError(ClaimlabError):
     """Stored results are missing, torn, edited or of an unknown format."""
 
 
-class SettingMismatch(ServerStartError):
+class SettingsMismatch(ServerStartError):
     """A started server reports a setting other than the one asked for: deterministic, so a
     restart would only repeat it; never retried (unlike other start failures)."""
 

@@ -164,6 +164,7 @@ class _Target(Model):
 class _LocalTarget(_Target):
     options: ServerOptionsIn = ServerOptionsIn()
     ready_timeout: Annotated[float, Field(ge=1, le=3600)] = TargetSpec.ready_timeout   # seconds to wait for a start
+    init_timeout: Annotated[float, Field(ge=1, le=3600)] = TargetSpec.init_timeout     # seconds to initialise
 
 
 class MariadbTarget(_LocalTarget):
@@ -179,11 +180,12 @@ class TarballTarget(_LocalTarget):
     path: Text | None = None
     sha256: Annotated[str, Field(pattern=r"^[0-9a-fA-F]{64}$")] | None = None
     md5: Annotated[str, Field(pattern=r"^[0-9a-fA-F]{32}$")] | None = None
+    mirror: Annotated[str, Field(pattern=r"^(https?|file)://\S+$")] | None = None   # base URL holding the archive
 
     @model_validator(mode="after")
     def _source(self):
-        if self.version is not None and not re.match(r"^\d+\.\d+(\.\d+)?$", self.version):
-            raise fail(f"{show(self.version)} is not a MySQL version like 8.0.40", "version")
+        if self.version is not None and not re.match(r"^\d+\.\d+\.\d+$", self.version):
+            raise fail(f"{show(self.version)} is not a MySQL version like 8.0.40 (a full release)", "version")
         if not self.version and not self.path:
             raise fail("a mysql-tarball target needs `path` (a local tarball) or `version`", "path")
         return self
@@ -397,6 +399,14 @@ def load(path: str | Path, profile: str = "quick") -> Experiment:
     from .design import conditions  # validates every combination of levels now, not mid-run
     conditions(experiment)
     return experiment
+
+
+def with_default_target(exp: Experiment, name: str, source: str) -> Experiment:
+    """The experiment with `name` as the target of every condition that picks none."""
+    if name not in exp.targets:
+        raise ConfigError(source, "", f"{exp.source} declares no target {name!r} "
+                                      f"(it has: {', '.join(exp.targets)})")
+    return replace(exp, design=replace(exp.design, target=name))
 
 
 def _factor(name: str, levels: dict[str, LevelIn], targets: dict, workloads: dict, source: str) -> Factor:

@@ -183,7 +183,7 @@ def profile_condition(launcher: Launcher, target: TargetSpec, options: ServerOpt
                       seed: int = 1) -> Profile:
     """Start the condition's server, load and warm up untimed, then sample only the measured
     iterations. The server is always stopped; perf.data is kept in out_dir."""
-    server = launcher.server(target, options)
+    server = launcher.prepare(target, options)
     try:
         server.start()
         workload.prepare(server)
@@ -346,7 +346,7 @@ def count_instructions(launcher: Launcher, target: TargetSpec, options: ServerOp
     control = tool("callgrind_control", "`apt-get install valgrind`")
     statement = statement or statement_for(workload)
     out_dir = Path(out_dir) / condition
-    server = launcher.server(callgrind_target(target, out_dir), callgrind_options(options))
+    server = launcher.prepare(callgrind_target(target, out_dir), callgrind_options(options))
     dumps: list[Path] = []
     try:
         server.start()
@@ -457,9 +457,13 @@ def conditions_of(name_or_path: str, profile: str = "smoke", root: Path | None =
         abl = ablation.load(ablation_file, profile)
         return [ProfiledCondition("slow", abl.target, abl.slow, abl.workload),
                 ProfiledCondition("fast", abl.target, abl.fast, abl.workload)]
+    from .servers import flavor_of
     exp = params.load(params.find(name_or_path, root / "params"), profile)
+    conds = design.conditions(exp)
+    # Names and roles (`uca_ai`) spelled for the server; a level it lacks is left out.
+    conds, _ = design.resolve_conditions(conds, {t: flavor_of(exp.targets[t]) for t in {c.target for c in conds}})
     out = []
-    for cond in design.conditions(exp):
+    for cond in conds:
         workload = next((w for w in cond.workloads if not isinstance(w, wl.Sysbench)), cond.workloads[0])
         name = re.sub(r"[^A-Za-z0-9_.\-]", "_", cond.id)
         out.append(ProfiledCondition(name, exp.targets[cond.target], cond.server, workload))

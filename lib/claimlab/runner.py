@@ -7,7 +7,7 @@ after every complete block.
 Faults: a server that dies (ServerGone) or does not start (ServerStartError) is retried on a new
 server process, up to `max_attempts` starts per unit; those can pass on a second try. Everything
 else ends the run, closed as `failed` (or `interrupted` on SIGINT/SIGTERM) and resumable:
-- a setting the server reports differently from the option file (SettingMismatch) is
+- a setting the server reports differently from the option file (SettingsMismatch) is
   deterministic: a restart would repeat it;
 - a WorkloadError (an SQL error, a wrong row count, sysbench failing while its server answers)
   is not retried either: each one seen here was a property of the workload and server (a
@@ -19,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
-import os
 import shutil
 import signal
 import statistics
@@ -32,10 +31,10 @@ from pathlib import Path
 from tqdm import tqdm
 
 from . import accounting, datacache, provenance, witness
-from .design import Condition, Unit, conditions, round_order, schedule, unit_seed, within_factors
-from .errors import ClaimlabError, Interrupted, ServerGone, ServerStartError, SettingMismatch, TargetUnavailable
+from .design import Condition, Unit, conditions, resolve_conditions, round_order, schedule, unit_seed, within_factors
+from .errors import ClaimlabError, Interrupted, ServerGone, ServerStartError, SettingsMismatch, TargetUnavailable
 from .params import Experiment
-from .servers import ExternalServer, Launcher, ServerFacts, ServerOptions, check_available, remove_socket_dir
+from .servers import ExternalServer, Launcher, check_available, flavor_of, reaping, verify_settings
 from .store import (
     FORMAT_VERSION,
     MeasurementRecord,
@@ -92,22 +91,6 @@ def available_targets(exp: Experiment, conds: list[Condition]) -> dict[str, str]
     return reasons
 
 
-def verify_settings(requested: ServerOptions, facts: ServerFacts, target: str) -> None:
-    """The server's word against the option file's: measuring the wrong setting is worse than failing."""
-    problems = []
-    if requested.log_bin is not None and facts.log_bin != requested.log_bin:
-        problems.append(f"log_bin requested {'ON' if requested.log_bin else 'OFF'}, "
-                        f"server reports {'ON' if facts.log_bin else 'OFF'}")
-    for name in ("character_set_server", "collation_server", "sync_binlog",
-                 "innodb_flush_log_at_trx_commit", "binlog_format"):
-        wanted = getattr(requested, name)
-        have = facts.variables.get(name)
-        if wanted is not None and have is not None and str(wanted).lower() != have.lower():
-            problems.append(f"{name} requested {wanted}, server reports {have}")
-    if problems:
-        raise SettingMismatch(f"target {target}: " + "; ".join(problems))
-
-
 def _document_text(document) -> str:
     return json.dumps(document, sort_keys=True, default=str)
 
@@ -153,6 +136,20 @@ def run(exp: Experiment, *, data_root: Path | None = None, work_root: Path | Non
     runnable = [c for c in conds if c.target not in skipped]
     if not runnable:
         raise TargetUnavailable("; ".join(skipped.values()))
+    # Levels naming a role or a spelling are resolved per server before any starts; a level a
+    # server lacks is skipped with its reason (e.g. 0900 collations on MariaDB).
+    runnable, unresolvable = resolve_conditions(
+        runnable, {name: flavor_of(exp.targets[name]) for name in {c.target for c in runnable}})
+    skipped = skipped | unresolvable
+    if not runnable:
+        raise TargetUnavailable("; ".join(skipped.values()))
+    # servers-helper: levels naming a role or a spelling are resolved per server before any
+    # starts; a level a server lacks is skipped with its reason (e.g. 0900 collations on MariaDB).
+    runnable, unresolvable = resolve_conditions(
+        runnable, {name: flavor_of(exp.targets[name]) for name in {c.target for c in runnable}})
+    skipped = skipped | unresolvable
+    if not runnable:
+        raise TargetUnavailable("; ".join(skipped.values()))
     for workload in {w.name: w for c in runnable for w in c.workloads}.values():
         workload.check_tools()
     for line in external_plan(exp, runnable):
@@ -175,6 +172,7 @@ def run(exp: Experiment, *, data_root: Path | None = None, work_root: Path | Non
     outcome = RunOutcome(run_id, path, "running", skipped=skipped)
     work = work_root / run_id
     lock = bar = None
+    launcher = Launcher(work)
     try:
         lock, reaped = _claim(work_root, work, run_id)   # refuses a live run before anything is written
         if store is None:
@@ -182,7 +180,7 @@ def run(exp: Experiment, *, data_root: Path | None = None, work_root: Path | Non
             store.event("resumed", git=provenance.git_commit(project_root()), host=provenance.host_facts())
         if reaped:
             store.event("reaped_stale_servers", pids=reaped)
-        ctx = _Context(exp, store, Launcher(work), store.completed(), manifest.speed_probe)
+        ctx = _Context(exp, store, launcher, store.completed(), manifest.speed_probe)
         total = sum(len(u.conditions) for u in units) * len(exp.workloads) * design.iterations
         bar = tqdm(total=total, desc=f"{exp.name} [{exp.profile}]", unit="meas",
                    disable=not progress, file=sys.stderr, dynamic_ncols=True)
@@ -207,6 +205,7 @@ def run(exp: Experiment, *, data_root: Path | None = None, work_root: Path | Non
     finally:
         if bar is not None:
             bar.close()
+        launcher.close()
         if lock is not None:
             _cleanup_work(work)
             lock.close()
@@ -234,8 +233,7 @@ def _claim(work_root: Path, work: Path, run_id: str):
     servers first. Reaping and claiming exclude each other, so a run that is starting (directory
     made, lock not yet taken) is never mistaken for a dead one."""
     work_root.mkdir(parents=True, exist_ok=True)
-    with open(work_root / ".reaper.lock", "w") as reaper:
-        fcntl.flock(reaper, fcntl.LOCK_EX)
+    with reaping(work_root) as reaped:
         if (work / ".lock").exists():
             with open(work / ".lock", "a") as probe:
                 try:
@@ -243,7 +241,6 @@ def _claim(work_root: Path, work: Path, run_id: str):
                 except BlockingIOError:
                     raise ClaimlabError(f"run {run_id} is still running (its lock is held); "
                                         "nothing was changed") from None
-        reaped = reap_stale(work_root)
         work.mkdir(parents=True, exist_ok=True)
         lock = open(work / ".lock", "w")
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -257,60 +254,6 @@ def _close_quietly(store: RunStore, status: str, exc: BaseException) -> None:
         store.event(status, reason=f"{type(exc).__name__}: {exc}")
         store.finish(status)
     except (OSError, ClaimlabError):
-        pass
-
-
-def reap_stale(work_root: Path) -> list[int]:
-    """Servers left by a claimlab that was killed (SIGKILL, power loss): stop them by the pid
-    files in run directories whose lock nobody holds, and remove those directories. Call with
-    work_root/.reaper.lock held.
-
-    A pid is only signalled when /proc says that process was started with that directory's
-    option file, so a recycled pid is never hit."""
-    reaped = []
-    if not work_root.is_dir():
-        return reaped
-    for run_dir in sorted(p for p in work_root.iterdir() if (p / ".lock").exists()):
-        with open(run_dir / ".lock", "a") as lock:
-            try:
-                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                continue   # a live run owns it
-            for pid_file in run_dir.glob("*/server.pid"):
-                pid = _read_pid(pid_file)
-                if pid and _started_with(pid, pid_file.parent / "my.cnf"):
-                    _terminate(pid)
-                    reaped.append(pid)
-            for home in (cnf.parent for cnf in run_dir.glob("*/my.cnf")):
-                remove_socket_dir(home)
-            shutil.rmtree(run_dir, ignore_errors=True)
-    return reaped
-
-
-def _read_pid(path: Path) -> int | None:
-    try:
-        return int(path.read_text().strip())
-    except (OSError, ValueError):
-        return None
-
-
-def _started_with(pid: int, cnf: Path) -> bool:
-    try:
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    except OSError:
-        return False
-    return f"--defaults-file={cnf}".encode() in cmdline
-
-
-def _terminate(pid: int, timeout: float = 30.0) -> None:
-    try:
-        os.kill(pid, signal.SIGTERM)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            os.kill(pid, 0)
-            time.sleep(0.1)
-        os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
         pass
 
 
@@ -377,7 +320,7 @@ def _run_unit(ctx: _Context, unit: Unit) -> int:
     stored = 0
     for k in range(design.max_attempts):
         attempt = first + k
-        server = ctx.launcher.server(target, cond0.server, fresh=design.fresh_datadir and k == 0)
+        server = ctx.launcher.prepare(target, cond0.server, fresh=design.fresh_datadir and k == 0)
         cache_key = None if design.fresh_datadir else datacache.key(
             server, [w.schema() for c in unit.conditions for w in c.workloads])
         load_before = provenance.loadavg()
@@ -410,7 +353,7 @@ def _run_unit(ctx: _Context, unit: Unit) -> int:
             store.event("unit_done", seq=unit.seq, cell=unit.cell, repetition=unit.repetition,
                         attempt=attempt, loadavg_after=provenance.loadavg(), phases=phases.rounded())
             return stored
-        except SettingMismatch:
+        except SettingsMismatch:
             raise
         except (ServerGone, ServerStartError) as exc:
             store.event("attempt_failed", seq=unit.seq, cell=unit.cell, repetition=unit.repetition,

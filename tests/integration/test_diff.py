@@ -11,7 +11,7 @@ def test_diff_finds_planted_differences(launcher, default_target):
     planted = base.merged(ServerOptions(log_bin=True, sync_binlog=1, extra=(("max_connections", "77"),)))
     facts = {}
     for label, options in (("plain", base), ("planted", planted)):
-        server = launcher.server(default_target, options)
+        server = launcher.prepare(default_target, options)
         try:
             server.start()
             facts[label] = server.facts()

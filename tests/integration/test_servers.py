@@ -4,9 +4,8 @@ import os
 
 import pytest
 
-from claimlab.errors import ServerStartError
-from claimlab.runner import verify_settings
-from claimlab.servers import ServerOptions
+from claimlab.errors import ServerStartError, SettingsMismatch
+from claimlab.servers import ServerOptions, verify_settings
 from conftest import pid_alive, query
 
 
@@ -21,13 +20,13 @@ from conftest import pid_alive, query
     (ServerOptions(extra=(("max_connections", "77"),)), {"max_connections": "77"}),
 ], ids=["binlog-on", "binlog-off", "flush-and-pool", "charset", "binlog-format", "extra"])
 def test_server_reports_each_option(launcher, default_target, options, expected):
-    with launcher.server(default_target, options).start() as srv:
+    with launcher.prepare(default_target, options).start() as srv:
         facts = srv.facts()
         for name, value in expected.items():
             assert facts.variables[name] == value, name
         verify_settings(srv.options, facts, "default")
         assert facts.log_bin == (expected.get("log_bin", "OFF") == "ON")
-        assert facts.variables["bind_address"] == "127.0.0.1"
+        assert facts.variables["skip_networking"] == "ON"   # Unix socket only
         pid = srv.pid
     assert not pid_alive(pid)
 
@@ -39,15 +38,15 @@ def test_locked_down_root_and_no_anonymous_accounts(server):
 
 
 def test_restart_reuses_data_directory(launcher, default_target):
-    srv = launcher.server(default_target, ServerOptions())
+    srv = launcher.prepare(default_target, ServerOptions())
     with srv.start():
         query(srv, "CREATE DATABASE claimlab_keep")
-    with launcher.server(default_target, ServerOptions()).start() as again:
+    with launcher.prepare(default_target, ServerOptions()).start() as again:
         assert query(again, "SHOW DATABASES LIKE 'claimlab_keep'") == [("claimlab_keep",)]
 
 
 def test_refused_option_fails_with_error_log_tail(launcher, default_target):
-    srv = launcher.server(default_target, ServerOptions(extra=(("no_such_option", "1"),)))
+    srv = launcher.prepare(default_target, ServerOptions(extra=(("no_such_option", "1"),)))
     with pytest.raises(ServerStartError) as err:
         srv.start()
     assert "no_such_option" in str(err.value) or "unknown variable" in str(err.value)
@@ -56,15 +55,15 @@ def test_refused_option_fails_with_error_log_tail(launcher, default_target):
 
 def test_settings_that_did_not_take_are_caught(server):
     facts = server.facts()
-    with pytest.raises(ServerStartError, match="log_bin requested ON, server reports OFF"):
+    with pytest.raises(SettingsMismatch, match="log_bin requested ON, server reports OFF"):
         verify_settings(ServerOptions(log_bin=True), facts, "default")
 
 
 def test_each_server_has_a_private_tmpdir(launcher, default_target):
     """A starting server deletes every `#sql*` file in its tmpdir: sharing /tmp with another
     claimlab's bootstrap once cut that bootstrap's system schema short."""
-    with launcher.server(default_target, ServerOptions()).start() as a, \
-            launcher.server(default_target, ServerOptions(extra=(("max_connections", "50"),))).start() as b:
+    with launcher.prepare(default_target, ServerOptions()).start() as a, \
+            launcher.prepare(default_target, ServerOptions(extra=(("max_connections", "50"),))).start() as b:
         dirs = [query(s, "SELECT @@tmpdir")[0][0] for s in (a, b)]
     assert dirs[0] != dirs[1]
     assert all(d.startswith(str(launcher.workdir)) for d in dirs)
@@ -78,7 +77,7 @@ def test_failed_initialisation_leaves_no_data_directory(launcher, default_target
     fake.write_text("#!/bin/sh\nfor a in \"$@\"; do case $a in --datadir=*) d=${a#--datadir=};; esac; done\n"
                     "mkdir -p \"$d/mysql\" && touch \"$d/mysql/db.frm\"\necho 'ERROR: 1051 planted' >&2\nexit 1\n")
     fake.chmod(0o755)
-    srv = launcher.server(default_target, ServerOptions())
+    srv = launcher.prepare(default_target, ServerOptions())
     monkeypatch.setenv("PATH", f"{fake.parent}:{os.environ['PATH']}")
     with pytest.raises(ServerStartError, match="initialising .* failed: ERROR: 1051 planted"):
         srv.start()

@@ -66,7 +66,7 @@ def test_prepare_is_idempotent(server):
 def test_sysbench_sets_names_and_reports(launcher, default_target, tmp_path):
     log = tmp_path / "general.log"
     options = ServerOptions(extra=(("general_log", "1"), ("general_log_file", str(log))))
-    with launcher.server(default_target, options).start() as srv:
+    with launcher.prepare(default_target, options).start() as srv:
         # time=2: with time=1 sysbench may end before its first 1 s interval line is printed
         w = wl.Sysbench(name="oltp", test="oltp_point_select", table_size=200, time=2, threads=2,
                         ps_mode="disable", charset="latin1", schema_charset="utf8mb4")
@@ -85,7 +85,7 @@ def test_sysbench_sets_names_and_reports(launcher, default_target, tmp_path):
 def test_sysbench_without_charset_sends_no_set_names(launcher, default_target, tmp_path):
     log = tmp_path / "general.log"
     options = ServerOptions(extra=(("general_log", "1"), ("general_log_file", str(log))))
-    with launcher.server(default_target, options).start() as srv:
+    with launcher.prepare(default_target, options).start() as srv:
         _measure(wl.Sysbench(name="oltp", table_size=100, time=1, ps_mode="auto"), srv, n=1)
     # claimlab's own connections set names quoted ('utf8mb4'); the wrapper's would be bare.
     assert not re.findall(r"Query\tSET NAMES [a-z]", Path(log).read_text())
@@ -95,7 +95,7 @@ def test_join_plan_is_primary_key_lookups_even_after_restart(launcher, default_t
     """A restart once flipped this join to a block-nested-loop scan (800x slower): pin the plan."""
     w = wl.Join(name="join", rows=2000)
     for _ in range(2):
-        with launcher.server(default_target, ServerOptions()).start() as srv:
+        with launcher.prepare(default_target, ServerOptions()).start() as srv:
             w.prepare(srv)
             plan = query(srv, "EXPLAIN " + w.QUERY, w.schema())
             inner = [row for row in plan if row[2] == "i"][0]

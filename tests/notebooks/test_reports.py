@@ -119,7 +119,7 @@ def test_report_opens_in_a_real_browser(built, page, figures, tmp_path):
 def test_planted_password_reaches_no_produced_file(tmp_path, launcher, default_target, monkeypatch):
     """An external target's password (from its environment variable) must not leak anywhere."""
     password = "pw-" + secrets.token_hex(12)
-    with launcher.server(default_target, ServerOptions()).start() as srv:
+    with launcher.prepare(default_target, ServerOptions()).start() as srv:
         conn = srv.connect()
         cur = conn.cursor()
         cur.execute("CREATE USER 'bench'@'localhost' IDENTIFIED BY %s", (password,))

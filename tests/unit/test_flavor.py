@@ -1,6 +1,6 @@
 """Version differences live in one place: the option spellings per server flavor."""
 
-from claimlab.servers import Flavor, ServerOptions, tarball_url
+from claimlab.servers import Flavor, ServerOptions, tarball_urls
 
 OFF, ON = ServerOptions(log_bin=False), ServerOptions(log_bin=True, sync_binlog=1)
 
@@ -26,9 +26,19 @@ def test_merged_options_and_extra():
     assert merged.key() != base.key()
 
 
-def test_tarball_urls():
-    assert tarball_url("5.7.44").endswith("/mysql-5.7/mysql-5.7.44-linux-glibc2.12-x86_64.tar.gz")
-    assert tarball_url("8.0.40").endswith("/mysql-8.0/mysql-8.0.40-linux-glibc2.28-x86_64.tar.xz")
+def test_tarball_urls_try_each_layout_mysql_used():
+    """5.7 exists only as glibc2.12 .tar.gz; 8.0 as glibc2.28, 2.17 or (early) 2.12 .tar.xz; current
+    releases live under Downloads/, older ones under archives/."""
+    assert tarball_urls("5.7.44") == [
+        "https://cdn.mysql.com/Downloads/MySQL-5.7/mysql-5.7.44-linux-glibc2.12-x86_64.tar.gz",
+        "https://cdn.mysql.com/archives/mysql-5.7/mysql-5.7.44-linux-glibc2.12-x86_64.tar.gz"]
+    urls = tarball_urls("8.0.40")
+    assert [u.rsplit("-linux-", 1)[1] for u in urls[::2]] == [
+        "glibc2.28-x86_64.tar.xz", "glibc2.17-x86_64.tar.xz", "glibc2.12-x86_64.tar.xz"]
+    assert not any("glibc2.12" in u for u in tarball_urls("8.4.3"))
+    assert tarball_urls("9.7.4", "file:///srv/mirror/") == [
+        "file:///srv/mirror/mysql-9.7.4-linux-glibc2.28-x86_64.tar.xz",
+        "file:///srv/mirror/mysql-9.7.4-linux-glibc2.17-x86_64.tar.xz"]
 
 
 def test_only_claimlab_schemas_can_be_dropped():
@@ -39,3 +49,58 @@ def test_only_claimlab_schemas_can_be_dropped():
     for name in ("mysql", "production", "claimlab", "claimlab_x`; DROP DATABASE mysql; --", "CLAIMLAB_x"):
         with pytest.raises(ValueError, match="not a claimlab schema"):
             server.drop_schema(name)   # refused before any connection is attempted
+
+
+MYSQL97, MYSQL57, MYSQL8029 = Flavor("mysql", (9, 7, 4)), Flavor("mysql", (5, 7, 44)), Flavor("mysql", (8, 0, 29))
+MARIADB1011, MARIADB105 = Flavor("mariadb", (10, 11, 14)), Flavor("mariadb", (10, 5, 9))
+
+
+def test_role_uca_ai_is_spelled_per_server():
+    assert MYSQL97.resolve("uca_ai") == ("utf8mb4_0900_ai_ci", None)
+    assert MARIADB1011.resolve("uca_ai") == ("utf8mb4_uca1400_ai_ci", None)
+    for flavor in (MYSQL57, MARIADB105):
+        name, reason = flavor.resolve("uca_ai")
+        assert name is None and "no UCA 9.0/14.0" in reason
+
+
+def test_names_a_server_lacks_are_refused_with_a_reason_before_start():
+    assert MARIADB1011.resolve("utf8mb4_0900_ai_ci")[0] is None
+    assert Flavor("mariadb", (11, 4, 5)).resolve("utf8mb4_0900_ai_ci") == ("utf8mb4_0900_ai_ci", None)
+    assert "MySQL's analogue is role uca_ai" in MYSQL97.resolve("utf8mb4_uca1400_ai_ci")[1]
+    assert MYSQL57.resolve("utf8mb4_0900_ai_ci")[0] is None
+    assert MYSQL97.resolve("latin1_swedish_ci") == ("latin1_swedish_ci", None)
+
+
+def test_utf8mb3_collations_keep_their_old_names_where_servers_need_them():
+    assert MYSQL57.resolve("utf8mb3_general_ci") == ("utf8_general_ci", None)
+    assert MYSQL8029.resolve("utf8mb3_general_ci") == ("utf8_general_ci", None)
+    assert MYSQL97.resolve("utf8mb3_general_ci") == ("utf8mb3_general_ci", None)
+    assert MARIADB105.resolve("utf8mb3_general_ci") == ("utf8_general_ci", None)
+    assert Flavor.same_name("utf8mb3", "utf8") and Flavor.same_name("utf8mb3_general_ci", "UTF8_GENERAL_CI")
+    assert not Flavor.same_name("utf8mb4_general_ci", "utf8mb3_general_ci")
+
+
+def test_resolving_options_fills_the_charset_of_a_role_collation():
+    opts, reason = MYSQL97.resolve_options(ServerOptions(collation_server="uca_ai"))
+    assert reason is None
+    assert (opts.character_set_server, opts.collation_server) == ("utf8mb4", "utf8mb4_0900_ai_ci")
+    assert MARIADB105.resolve_options(ServerOptions(collation_server="uca_ai"))[0] is None
+
+
+def test_counters_per_flavour():
+    assert "Binlog_commits" in MARIADB1011.status_counters()
+    assert "Binlog_commits" not in MYSQL97.status_counters()
+    assert "Binlog_cache_use" in MYSQL97.status_counters() and MYSQL97.witness_queries()
+    assert not MARIADB1011.witness_queries()
+
+
+def test_flavor_from_what_servers_say():
+    assert Flavor.from_version_text("5.5.5-10.11.14-MariaDB-0+deb12u2") == MARIADB1011
+    assert Flavor.from_version_text("9.7.4-2") == MYSQL97
+    assert Flavor.from_version_text("/usr/sbin/mariadbd  Ver 10.11.14-MariaDB-0+deb12u2 for debian") == MARIADB1011
+
+
+def test_mariadb_10_8_has_no_log_fsync_counter():
+    assert "Innodb_os_log_fsyncs" not in MARIADB1011.status_counters()
+    assert "Innodb_os_log_fsyncs" in MARIADB105.status_counters()
+    assert "Innodb_os_log_fsyncs" in MYSQL97.status_counters()

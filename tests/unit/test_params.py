@@ -237,7 +237,7 @@ def test_ablation_files_use_the_same_validator(tmp_path):
     base = "workloads: {w: {kind: proc_insert_loop}}\nslow: {log_bin: true}\nfast: {}\n"
     for extra, message in [
         ("design: {repetitions: 4000000000}\n", "design.repetitions: must be <= 1000"),
-        ("target: {kind: external, host: 127.0.0.1}\n", "external target cannot be"),
+        ("targets: {ext: {kind: external, host: 127.0.0.1}}\n", "external target cannot be"),
         ("profiles: {smoke: {workload: {rows: 0}}}\n", "profiles.smoke.workload.rows: must be >= 1"),
         ("profiles: {huge: {}}\n", "profiles.huge: unknown profile (allowed: full, quick, smoke)"),
         ("workloads: {w: {kind: join}, v: {kind: join}}\n", "duplicated key 'workloads'"),

@@ -1,0 +1,199 @@
+"""Server products and versions: the one place where MySQL and MariaDB, 5.7 and 8.x, differ.
+
+What differs, and why it matters here:
+- turning the binary log off: 8.0+ logs by default and only `skip-log-bin` turns it off; 5.7 and
+  MariaDB log nothing unless asked, so no line is the faithful "off";
+- initialising a data directory: `mariadb-install-db` vs `mysqld --initialize-insecure`;
+- names: the accent-insensitive UCA collation is `utf8mb4_0900_ai_ci` on MySQL 8+ and
+  `utf8mb4_uca1400_ai_ci` on MariaDB >= 10.10; 5.7 and early 8.0 spell utf8mb3 `utf8`. Params
+  may name a role (`uca_ai`) instead, which `resolve` spells for each server before it starts;
+- counters: MariaDB counts binlog commits and group commits in SHOW GLOBAL STATUS, MySQL does
+  not; its witnesses are the binlog transaction cache and performance_schema's file I/O summary.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import TargetUnavailable
+from .options import ServerOptions
+
+# Roles a params file may use for a charset or collation, resolved per server flavour.
+ROLES = ("uca_ai",)
+# Counters both products have (SHOW GLOBAL STATUS), read before and after each measurement.
+COMMON_COUNTERS = (
+    "Innodb_data_fsyncs", "Innodb_os_log_written", "Innodb_data_written",
+    "Questions", "Com_insert", "Com_select", "Com_update", "Com_delete", "Com_commit",
+    "Com_call_procedure", "Handler_commit", "Handler_write", "Handler_update", "Handler_delete",
+    "Handler_read_key", "Handler_read_next", "Handler_read_rnd_next",
+)
+MARIADB_BINLOG_COUNTERS = ("Binlog_commits", "Binlog_group_commits", "Binlog_bytes_written")
+# MySQL: transactions (and non-transactional statements) that went through the binlog caches:
+# one per binlog commit. Group commits have no counter; see `witness_queries`.
+MYSQL_BINLOG_COUNTERS = ("Binlog_cache_use", "Binlog_stmt_cache_use", "Binlog_cache_disk_use")
+# performance_schema.file_summary_by_event_name for the binlog files: the bytes written, and the
+# "misc" operations, which are the fsyncs (one per group commit with sync_binlog=1) plus the
+# rare open/close/stat. On by default on MySQL (file instruments are enabled at start).
+_PFS_BINLOG = ("SELECT COUNT_MISC, SUM_NUMBER_OF_BYTES_WRITE FROM performance_schema."
+               "file_summary_by_event_name WHERE EVENT_NAME = 'wait/io/file/sql/binlog'")
+PFS_BINLOG_METRICS = ("pfs.binlog_misc_ops", "pfs.binlog_bytes_written")
+
+
+def parse_version(text: str) -> tuple[int, int, int]:
+    m = re.search(r"(\d+)\.(\d+)\.(\d+)", text)
+    if not m:
+        raise TargetUnavailable(f"cannot read a version from {text!r}")
+    return int(m[1]), int(m[2]), int(m[3])
+
+
+def canonical_name(name: str) -> str:
+    """`utf8` and `utf8_general_ci` are the old spellings of `utf8mb3` and `utf8mb3_general_ci`:
+    5.7 and early 8.0 answer with them when asked for the new ones."""
+    return re.sub(r"^utf8(?=_|$)", "utf8mb3", name.strip().lower())
+
+
+@dataclass(frozen=True)
+class Flavor:
+    """One server product and version."""
+
+    vendor: str                      # "mariadb" or "mysql"
+    version: tuple[int, int, int]
+
+    def __post_init__(self):
+        if self.vendor not in ("mariadb", "mysql"):
+            raise ValueError(f"vendor: {self.vendor!r} is neither mariadb nor mysql")
+
+    @classmethod
+    def from_version_text(cls, text: str) -> "Flavor":
+        """From `SELECT VERSION()` or `--version`: MariaDB says so; anything else is MySQL."""
+        return cls("mariadb" if "mariadb" in text.lower() else "mysql",
+                   parse_version(re.sub(r"^5\.5\.5-", "", text.strip())))
+
+    def __str__(self) -> str:
+        return f"{'MariaDB' if self.vendor == 'mariadb' else 'MySQL'} {'.'.join(map(str, self.version))}"
+
+    @property
+    def mysql8(self) -> bool:
+        return self.vendor == "mysql" and self.version >= (8, 0, 0)
+
+    # -- option files and initialisation ---------------------------------------------------
+    def option_lines(self, opts: ServerOptions) -> list[str]:
+        """The settings' lines of an option file. Charset and collation names must already be
+        resolved for this flavour (`resolve_options`)."""
+        lines = []
+        if opts.log_bin is True:
+            lines += ["log-bin=binlog", "server-id=1"]
+        elif opts.log_bin is False and self.mysql8:
+            # 8.0 logs by default, and `log_bin=OFF` in an option file does not turn it off.
+            lines.append("skip-log-bin")
+        for name in ("sync_binlog", "innodb_flush_log_at_trx_commit", "character_set_server",
+                     "collation_server", "innodb_buffer_pool_size", "binlog_format"):
+            value = getattr(opts, name)
+            if value is not None:
+                lines.append(f"{name.replace('_', '-')}={value}")
+        lines += [f"{k}={v}" for k, v in opts.extra]
+        return lines
+
+    def base_lines(self, home: Path) -> list[str]:
+        """What every server of this flavour needs in its option file, beside the experiment's
+        settings (which come later and so win where they repeat a name)."""
+        if self.vendor == "mariadb":
+            return []
+        files = home / "files"
+        files.mkdir(parents=True, exist_ok=True)
+        lines = [f"secure-file-priv={files}"]     # its default, /var/lib/mysql-files, must exist
+        if self.mysql8:
+            lines.append("mysqlx=OFF")            # else X Protocol opens port 33060
+        if self.version >= (8, 0, 30):
+            # The 100 MiB default stalls a 1M-row load on redo checkpoints (MariaDB's 96M log
+            # file does not); sized like a server that loads such tables would be.
+            lines.append("innodb-redo-log-capacity=512M")
+        return lines
+
+    def init_command(self, binary: Path, defaults_file: Path) -> list[str]:
+        """Initialise with the same option file the server will start with: init-only settings
+        (lower_case_table_names, innodb_page_size) must be there at initialisation."""
+        if self.vendor == "mariadb":
+            installer = shutil.which("mariadb-install-db") or shutil.which("mysql_install_db")
+            if not installer:
+                raise TargetUnavailable("mariadb-install-db not found: install it with "
+                                        "`apt-get install mariadb-server`")
+            return [installer, f"--defaults-file={defaults_file}", "--user=root",
+                    "--auth-root-authentication-method=normal", "--skip-test-db"]
+        return [str(binary), f"--defaults-file={defaults_file}", "--initialize-insecure", "--user=root"]
+
+    # -- names: roles and spellings --------------------------------------------------------
+    def resolve(self, name: str) -> tuple[str | None, str | None]:
+        """A charset or collation name (or role) as this server spells it: (name, None), or
+        (None, why this server has nothing that fits)."""
+        lowered = name.lower()
+        if lowered == "uca_ai":
+            if self.mysql8:
+                return "utf8mb4_0900_ai_ci", None
+            if self.vendor == "mariadb" and self.version >= (10, 10, 0):
+                return "utf8mb4_uca1400_ai_ci", None
+            return None, f"{self} has no UCA 9.0/14.0 accent-insensitive collation (role uca_ai)"
+        if "_0900_" in lowered:
+            if self.vendor == "mysql" and not self.mysql8:
+                return None, f"{self} has no UCA 9.0.0 collations ({name})"
+            if self.vendor == "mariadb" and self.version < (11, 4, 5):
+                return None, f"{self} has no utf8mb4_0900_* collations ({name}); MariaDB's analogue is role uca_ai"
+        if "_uca1400_" in lowered:
+            if self.vendor == "mysql":
+                return None, f"{self} has no UCA 14.0 collations ({name}); MySQL's analogue is role uca_ai"
+            if self.version < (10, 10, 0):
+                return None, f"{self} has no UCA 14.0 collations ({name})"
+        if lowered.startswith("utf8mb3_") and self._old_utf8_names():
+            return "utf8_" + name[len("utf8mb3_"):], None
+        return name, None
+
+    def _old_utf8_names(self) -> bool:
+        """Before MySQL 8.0.30 and MariaDB 10.6, utf8mb3 collations are named `utf8_*`."""
+        if self.vendor == "mysql":
+            return self.version < (8, 0, 30)
+        return self.version < (10, 6, 0)
+
+    def resolve_options(self, opts: ServerOptions) -> tuple[ServerOptions | None, str | None]:
+        from dataclasses import replace
+        changes = {}
+        for field in ("character_set_server", "collation_server"):
+            value = getattr(opts, field)
+            if value is not None:
+                spelled, reason = self.resolve(value)
+                if spelled is None:
+                    return None, f"{field}: {reason}"
+                changes[field] = spelled
+        if changes.get("collation_server", "").startswith("utf8mb4_") and "character_set_server" not in changes:
+            changes["character_set_server"] = "utf8mb4"
+        return replace(opts, **changes), None
+
+    @staticmethod
+    def same_name(wanted: str, reported: str) -> bool:
+        return canonical_name(wanted) == canonical_name(reported)
+
+    # -- counters --------------------------------------------------------------------------
+    def status_counters(self) -> tuple[str, ...]:
+        """SHOW GLOBAL STATUS counters this flavour must have: a missing one is an error, never
+        a silently absent metric. MariaDB 10.8 dropped Innodb_os_log_fsyncs (its redo log is
+        written differently since); MySQL keeps it."""
+        if self.vendor == "mariadb":
+            log = ("Innodb_os_log_fsyncs",) if self.version < (10, 8, 0) else ()
+            return COMMON_COUNTERS + log + MARIADB_BINLOG_COUNTERS
+        return COMMON_COUNTERS + ("Innodb_os_log_fsyncs",) + MYSQL_BINLOG_COUNTERS
+
+    def witness_queries(self) -> tuple[tuple[str, tuple[str, ...]], ...]:
+        """Further counters from queries: (SQL returning one row, metric names of its columns)."""
+        if self.vendor == "mysql" and self.version >= (5, 7, 0):
+            return ((_PFS_BINLOG, PFS_BINLOG_METRICS),)
+        return ()
+
+    # -- client ----------------------------------------------------------------------------
+    def connector_note(self) -> str | None:
+        """mysql-connector-python 9.x is tested by Oracle against 8.0 and later only."""
+        if self.vendor == "mysql" and self.version < (8, 0, 0):
+            return (f"{self}: mysql-connector-python 9.x does not support MySQL 5.7 servers "
+                    "(it connects with mysql_native_password, but is untested there)")
+        return None

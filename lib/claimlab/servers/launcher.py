@@ -1,0 +1,123 @@
+"""From a target to a server: find (or fetch) the program a target names, say whether it can run
+here, and prepare servers for a run, one data directory per configuration."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import mysql.connector
+
+from ..errors import ConfigError, TargetUnavailable
+from . import debian, tarball
+from .flavor import Flavor
+from .local import ExternalServer, Installation, LocalServer, Server, binary_version
+from .options import ServerOptions, TargetSpec
+
+# A named lock every claimlab run holds on an external server while it uses it: two runs against
+# one server would otherwise share (and corrupt) the same claimlab schemas.
+EXTERNAL_LOCK = "claimlab_run"
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("CLAIMLAB_CACHE", Path.home() / ".cache" / "claimlab"))
+
+
+def mariadb_binary(target: TargetSpec) -> Path:
+    found = target.binary or shutil.which("mariadbd") or _first_existing("/usr/sbin/mariadbd")
+    if not found or not os.access(found, os.X_OK):
+        raise TargetUnavailable(f"target {target.name}: mariadbd not found; install it with "
+                                "`apt-get install mariadb-server` (or run `make setup` as root)")
+    return Path(found)
+
+
+def _first_existing(*paths: str) -> str | None:
+    return next((p for p in paths if os.path.exists(p)), None)
+
+
+def installation(target: TargetSpec, download: bool = True) -> Installation:
+    """The program a local target runs. `download`: fetch a `version:` tarball if not cached
+    (a mysql-debian target is only ever fetched by `claimlab setup-mysql`)."""
+    if target.kind == "mariadb":
+        binary = mariadb_binary(target)
+        try:
+            text = binary_version(binary)
+        except TargetUnavailable as exc:
+            raise TargetUnavailable(f"target {target.name}: {exc}") from None
+        return Installation(binary=binary, flavor=Flavor.from_version_text(text), version_text=text)
+    if target.kind == "mysql-debian":
+        try:
+            return debian.installed(cache_dir())
+        except TargetUnavailable as exc:
+            raise TargetUnavailable(f"target {target.name}: {exc}") from None
+    if target.kind == "mysql-tarball":
+        return tarball.installed(target, cache_dir(), download=download)
+    raise ValueError(f"target {target.name}: {target.kind} is not a local kind")
+
+
+def flavor_of(target: TargetSpec) -> Flavor:
+    """A target's product and version, known before any server starts (an external server is
+    asked: it is already running)."""
+    if target.kind == "external":
+        return ExternalServer(target).flavor
+    return installation(target).flavor
+
+
+def check_available(target: TargetSpec, download: bool = True) -> str:
+    """A one-line description of what would run, or TargetUnavailable saying what to do."""
+    if target.kind == "external":
+        server = ExternalServer(target).start()
+        return f"external {server.facts().version}"
+    inst = installation(target, download=download)
+    note = inst.flavor.connector_note()
+    return inst.describe() + (f"; note: {note}" if note else "")
+
+
+class Launcher:
+    """Turns a target and a set of options into a server ready to start, reusing one data
+    directory per configuration so that loaded data survives restarts between repetitions.
+    On an external target it holds a named lock for as long as it lives (`close()`), so a
+    second run against the same server refuses to start instead of sharing its schemas."""
+
+    def __init__(self, workdir: Path):
+        self.workdir = workdir
+        self._installations: dict[TargetSpec, Installation] = {}
+        self._external_locks: dict[str, object] = {}
+
+    def prepare(self, target: TargetSpec, options: ServerOptions, fresh: bool = False) -> Server:
+        """A server for `target` with `options`, not yet started (`start()` starts it)."""
+        if target.kind == "external":
+            if options != ServerOptions():
+                raise ConfigError("(params)", f"targets.{target.name}",
+                                  "conditions may not set server options on an external target")
+            self._lock_external(target)
+            return ExternalServer(target)
+        effective = target.options.merged(options)
+        home = self.workdir / f"{target.name}-{effective.key()}"
+        if fresh and home.exists():
+            shutil.rmtree(home)
+        if target not in self._installations:       # found (and its --version run) once per run
+            self._installations[target] = installation(target)
+        return LocalServer(target, self._installations[target], home, effective)
+
+    def _lock_external(self, target: TargetSpec) -> None:
+        if target.name in self._external_locks:
+            return
+        conn = ExternalServer(target).connect()
+        cur = conn.cursor()
+        cur.execute("SELECT GET_LOCK(%s, 0)", (EXTERNAL_LOCK,))
+        if cur.fetchone()[0] != 1:
+            conn.close()
+            raise TargetUnavailable(f"target {target.name}: another claimlab run is using this server "
+                                    f"(it holds the lock {EXTERNAL_LOCK!r}); wait for it to finish")
+        self._external_locks[target.name] = conn
+
+    def close(self) -> None:
+        """Release the external servers' locks (also released when the process ends)."""
+        for conn in self._external_locks.values():
+            try:
+                conn.close()
+            except mysql.connector.Error:
+                pass
+        self._external_locks.clear()
