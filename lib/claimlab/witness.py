@@ -3,7 +3,7 @@
 The virtual CPUs of these machines sometimes run at about half speed for seconds at a time, and
 nothing in /proc shows it (steal, other processes' CPU and context switches are unchanged; the
 server's own CPU time doubles with the elapsed time). A fixed amount of server work, timed right
-before and after a measurement, shows it: `SELECT BENCHMARK(n, MD5(...))` runs n evaluations in a
+before and after a measurement, shows it: `SELECT BENCHMARK(n, SHA2(..., 256))` runs n evaluations in a
 server thread and returns one row. `n` is calibrated once per run (recorded in the manifest) so
 that the two probes together cost a small share of the measured time. The runner stores the raw
 probe times as metrics `probe_before_s` and `probe_after_s`; deciding what is slow belongs to the
@@ -16,7 +16,8 @@ import time
 
 from .errors import ServerGone
 
-SQL = "SELECT BENCHMARK({n}, MD5('claimlab speed witness'))"
+# SHA2, not MD5: Debian's MySQL 9.7 answers MD5 and SHA1 with 1046 "No database selected".
+SQL = "SELECT BENCHMARK({n}, SHA2('claimlab speed witness', 256))"
 DEFAULT_S = 0.003          # one probe when nothing tells the measurement's length
 SHARE = 0.01               # one probe's target share of a measurement (two per measurement: 2%)
 MIN_S, MAX_S = 0.002, 0.025

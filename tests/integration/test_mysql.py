@@ -109,7 +109,7 @@ targets:
   mariadb: {kind: mariadb}
   mysql: {kind: mysql-debian}
 workloads:
-  ins: {kind: proc_insert_loop, rows: 100}
+  ins: {kind: proc_insert_loop, rows: 500}
 design: {repetitions: 1, warmup: 0, iterations: 30, max_attempts: 3}
 """
 
@@ -133,7 +133,13 @@ def test_killed_server_is_restarted_and_the_unit_retried(tmp_path, write_params,
                 break
             time.sleep(0.05)
         run_dir = run_dirs[0].parent
-        victim = json.loads((run_dir / "servers.jsonl").read_text().splitlines()[-1])["pid"]
+        # a server alive now: the start that stored the first row may already have ended
+        victim = None
+        while victim is None and time.monotonic() < deadline:
+            pids = [json.loads(x)["pid"] for x in (run_dir / "servers.jsonl").read_text().splitlines()]
+            victim = next((p for p in reversed(pids) if pid_alive(p)), None)
+            time.sleep(0.05)
+        assert victim is not None, "no live server to kill"
         os.kill(victim, signal.SIGKILL)
         out, err = proc.communicate(timeout=240)
     finally:
