@@ -232,7 +232,8 @@ def profile_condition(launcher: Launcher, target: TargetSpec, options: ServerOpt
 def flamegraph(profile: Profile, path: Path, title: str = "") -> Path:
     """An interactive SVG flame graph of one condition (inferno-flamegraph)."""
     binary = tool("inferno-flamegraph", "`cargo install inferno`")
-    return _render([binary, "--title", title or f"{profile.condition}: {profile.samples} samples (cpu-clock)"],
+    return _render([binary, "--width", "1100", "--title",
+                    title or f"{profile.condition}: {profile.samples} samples (cpu-clock)"],
                    profile.folded(), path)
 
 

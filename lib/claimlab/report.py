@@ -18,107 +18,27 @@ from typing import Iterable
 
 import pandas as pd
 
+from . import narrative
 from . import params as params_mod
 from .claims import Claim
 from .errors import ClaimlabError
-from .store import project_root, raw_root, read_jsonl, read_manifest, read_variables
+from .store import project_root, raw_root, read_manifest
 
-NOTEBOOKS = {  # experiment -> claim notebook
-    "charset_mismatch": "01_charset_mismatch.ipynb",
-    "collation_cost": "02_collation_cost.ipynb",
-    "insert_57_vs_80": "03_insert_57_vs_80.ipynb",
-    "binlog_default": "04_binlog_default.ipynb",
+CLAIM_NOTEBOOK = "claim.ipynb"   # one notebook, parameterized by experiment; outputs named per claim
+NOTEBOOKS = {  # experiment -> report name (the HTML file is NAME.html)
+    "charset_mismatch": "C1_charset_mismatch",
+    "collation_cost": "C2_collation_cost",
+    "insert_57_vs_80": "C3_insert_57_vs_80",
+    "binlog_default": "C4_binlog_default",
 }
 SUMMARY = "00_summary.ipynb"
 INVESTIGATIONS = {"why_slower": "05_why_slower.ipynb"}   # not claims: linked from the index
 PUBLISHED_RUNS = "published_runs.json"   # data/: the shipped runs the summary reads by default
-SETTINGS_SHOWN = ("version", "log_bin", "sync_binlog", "innodb_flush_log_at_trx_commit",
-                  "binlog_format", "character_set_server", "collation_server",
-                  "innodb_buffer_pool_size", "innodb_doublewrite", "performance_schema")
-
-
-# -- narrative helpers used by the notebooks -------------------------------------------------
-
-def claim_markdown(claim: Claim) -> str:
-    figures = "\n".join(f"- {f.what}: **{_value(f.value)}** {f.unit}" + (f" ({f.note})" if f.note else "")
-                        for f in claim.published)
-    return (f"## {claim.id}: {claim.title}\n\n**Source:** {', '.join(claim.sources)} "
-            f"(measured on {claim.source_target}).\n\n**Setup in the source:** {claim.setup}\n\n"
-            f"**Published figures:**\n\n{figures}\n\n{claim.notes}")
-
-
-def _value(value) -> str:
-    return f"{value[0]:g}–{value[1]:g}" if isinstance(value, tuple) else f"{value:g}"
-
-
-def method_markdown(run_dir: Path) -> str:
-    m = read_manifest(run_dir)
-    d = m["design"]
-    host = m["provenance"]["host"]
-    factors = ", ".join(f"`{c['id']}`" for c in m["conditions"])
-    skipped = "".join(f"\n- **Not run:** {reason}" for reason in m.get("skipped_targets", {}).values())
-    blocks = max(p["block"] for p in m["plan"]) + 1 if m["plan"] else 0
-    packages = ", ".join(f"{k} {v}" for k, v in sorted(m["provenance"]["packages"].items()) if v)
-    return (
-        f"**Run** `{m['run_id']}` ({m['profile']} profile, {m['status']}), started {m['created_at']}.\n\n"
-        f"- Conditions: {factors}\n"
-        f"- Design: {d['repetitions']} repetitions per condition, each a freshly started server "
-        f"process; {d['warmup']} unrecorded warm-up and {d['iterations']} measured iterations per "
-        f"repetition; conditions in randomized complete blocks (up to {blocks} blocks, seed "
-        f"{m['seed']}), never all-A-then-all-B.\n"
-        f"- Host: {host['cpu_model']}, {host['cpu_count']} CPUs, {host['memory_gib']} GiB, kernel "
-        f"{host['kernel']}, load average at start {host['loadavg']}.\n"
-        f"- Code: commit `{(m['provenance']['git'] or {}).get('commit')}`"
-        f"{' (uncommitted changes)' if (m['provenance']['git'] or {}).get('dirty') else ''}; "
-        f"mysql-connector-python {m['provenance']['packages'].get('mysql-connector-python')} "
-        f"({m['provenance']['connector_implementation']}); {m['provenance'].get('sysbench')}.\n"
-        f"- Packages: {packages}; Python {host.get('python')}; {host.get('os')}.\n"
-        f"- Built from run `{m['run_id']}`, results.csv sha256 "
-        f"`{m.get('checksums', {}).get('results.csv', 'not yet: run incomplete')}`."
-        f"{skipped}")
-
-
-def settings_table(run_dir: Path) -> pd.DataFrame:
-    """The settings each condition's servers reported after start (not what was asked for)."""
-    rows = {}
-    for record in read_jsonl(run_dir / "servers.jsonl"):
-        if record["condition"] in rows:
-            continue
-        variables = read_variables(run_dir, record["variables"])
-        rows[record["condition"]] = {"target": record["target"], "version": record["version"],
-                                     **{k: variables.get(k) for k in SETTINGS_SHOWN[1:]},
-                                     "log_bin": "ON" if record["log_bin"] else "OFF"}
-    return pd.DataFrame.from_dict(rows, orient="index").sort_index()
-
-
-def effects_view(table: pd.DataFrame) -> pd.DataFrame:
-    cols = ["comparison", "workload", "metric", "n_reps_baseline", "n_reps_treatment", "ratio_mean",
-            "ratio_mean_lo", "ratio_mean_hi", "published_ratio", "p_holm", "verdict"]
-    return table[[c for c in cols if c in table.columns]]
-
-
-def verdict_markdown(table: pd.DataFrame, claim: Claim, run_dir: Path) -> str:
-    m = read_manifest(run_dir)
-    lines = [f"### Verdict for {claim.id} (profile `{m['profile']}`)\n"]
-    for r in table.itertuples(index=False):
-        if r.verdict == "not_tested":
-            lines.append(f"- **{r.comparison}**: not tested. {r.verdict_note}")
-            continue
-        published = "" if pd.isna(r.published_ratio) else f"; published {r.published_ratio:g}"
-        inside = ""
-        if pd.notna(r.published_ratio) and pd.notna(r.published_in_ci):
-            inside = " (inside the interval)" if bool(r.published_in_ci) else " (outside the interval)"
-        lines.append(f"- **{r.comparison}** ({r.workload} {r.metric}): ratio {r.ratio_mean:.3f} "
-                     f"[{r.ratio_mean_lo:.3f}, {r.ratio_mean_hi:.3f}]{published}{inside}: "
-                     f"**{r.verdict}**. {r.verdict_note}")
-    if m["profile"] != "full":
-        lines.append(f"\n*This is the `{m['profile']}` profile: fewer and shorter runs than the "
-                     "`full` profile, and far fewer than a publication would need.*")
-    return "\n".join(lines)
 
 
 def write_summary(path: str | os.PathLike | None, run_dir: Path, table: pd.DataFrame, claim: Claim) -> None:
-    """The side file the index is built from (scrapbook is unmaintained: plain JSON instead)."""
+    """The side file the index is built from (scrapbook is unmaintained: plain JSON instead);
+    `table` has the verdict-table columns of narrative.CARD_COLUMNS."""
     if not path:
         return
     m = read_manifest(run_dir)
@@ -176,11 +96,11 @@ def scrub(paths: Iterable[Path], secrets: list[str]) -> list[Path]:
     return touched
 
 
-def execute(notebook: str, out_dir: Path, parameters: dict, root: Path) -> Path:
+def execute(notebook: str, out_dir: Path, parameters: dict, root: Path, name: str | None = None) -> Path:
     import papermill as pm
     from jupyter_client.manager import KernelManager
     out_dir.mkdir(parents=True, exist_ok=True)
-    output = out_dir / notebook
+    output = out_dir / f"{name or Path(notebook).stem}.ipynb"
     source = root / "notebooks" / notebook
     declared = pm.inspect_notebook(str(source))
     parameters = {k: v for k, v in parameters.items() if k in declared}   # e.g. cpu_evidence: C2, C4 only
@@ -216,7 +136,7 @@ def render_html(notebook: Path, show_code: bool = False) -> Path:
 
 def build(*, profile: str = "quick", run_ids: list[str] | None = None, out_dir: Path | None = None,
           show_code: bool = False, data_dir: Path | None = None, experiments: list[str] | None = None,
-          figures_dir: Path | None = None, log=print) -> Path:
+          figures_dir: Path | None = None, n_boot: int = 2000, log=print) -> Path:
     """Run (or re-analyse) every claim notebook, then the summary, then the index."""
     root = project_root()
     out_dir = (out_dir or root / "reports").resolve()
@@ -235,24 +155,27 @@ def build(*, profile: str = "quick", run_ids: list[str] | None = None, out_dir: 
             raise ClaimlabError(f"no notebook for experiment {experiment!r}")
         log(f"{experiment}: {'re-analysing ' + run_id if run_id else 'running the ' + profile + ' profile'}")
         summary_path = out_dir / f"{experiment}.summary.json"
-        nb = execute(NOTEBOOKS[experiment], out_dir, {
-            "profile": profile, "run_id": run_id, "data_dir": str(data_dir),
+        nb = execute(CLAIM_NOTEBOOK, out_dir, {
+            "experiment": experiment, "profile": profile, "run_id": run_id, "data_dir": str(data_dir),
             "figures_dir": str(figures_dir), "summary_json": str(summary_path),
-            "cpu_evidence": run_id is None}, root)   # re-rendering from data starts no server
+            "start_servers": run_id is None,
+            "cpu_evidence": run_id is None}, root, NOTEBOOKS[experiment])   # from data: no server
         built.append(Built(experiment, nb, render_html(nb, show_code), json.loads(summary_path.read_text())))
     log("summary")
     summary_nb = execute(SUMMARY, out_dir, {
-        "run_ids": [b.summary["run_id"] for b in built], "data_dir": str(data_dir),
+        "run_ids": [b.summary["run_id"] for b in built], "data_dir": str(data_dir), "n_boot": n_boot,
         "figures_dir": str(figures_dir)}, root)
     summary_html = render_html(summary_nb, show_code)
     investigations = []
     if not run_ids and not experiments:
         for name, notebook in INVESTIGATIONS.items():
             log(f"{name}: running the {profile} profile")
-            nb = execute(notebook, out_dir, {"profile": profile, "data_dir": str(data_dir),
+            nb = execute(notebook, out_dir, {"profile": profile, "data_dir": str(data_dir), "start_servers": True,
                                              "figures_dir": str(figures_dir),
                                              "profile_dir": str(figures_dir / name / "profiles")}, root)
             investigations.append(render_html(nb, show_code))
+    investigations += [p for p in (out_dir / f"{Path(n).stem}.html" for n in INVESTIGATIONS.values())
+                       if p.exists() and p not in investigations]   # an earlier full build's
     index = write_index(out_dir / "index.html", built, summary_html, investigations)
     leaked = scrub(out_dir.rglob("*"), secret_values(root))
     if leaked:
@@ -261,46 +184,111 @@ def build(*, profile: str = "quick", run_ids: list[str] | None = None, out_dir: 
 
 
 def write_index(path: Path, built: list[Built], summary_html: Path, investigations: list[Path] = ()) -> Path:
-    rows = []
+    """The page a reader opens first: a verdict card per comparison and server, then the runs."""
+    from .claims import load_claims
+    claims = load_claims(project_root() / "data" / "claims.yaml")
+    sections, runs = [], []
     for b in built:
         s = b.summary
-        for r in s["rows"]:
-            ratio = ("—" if r.get("ratio_mean") is None else
-                     f"{r['ratio_mean']:.3f} [{r['ratio_mean_lo']:.3f}, {r['ratio_mean_hi']:.3f}]")
-            published = "—" if r.get("published_ratio") is None else f"{r['published_ratio']:g}"
-            rows.append(
-                f"<tr class='{html.escape(r['verdict'])}'><td><a href='{html.escape(b.html.name)}'>"
-                f"{html.escape(s['claim'])}</a></td><td>{html.escape(r['comparison'])}</td>"
-                f"<td>{html.escape(str(r.get('workload')))} {html.escape(str(r.get('metric')))}</td>"
-                f"<td>{ratio}</td><td>{published}</td><td><b>{html.escape(r['verdict'])}</b></td>"
-                f"<td>{html.escape(s['run_id'])} ({html.escape(s['profile'])})</td></tr>")
-    first = built[0].summary if built else {}
-    host = first.get("host", {})
-    commit = (first.get("git") or {}).get("commit")
-    generated = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-    extra = "".join(f' Investigation: <a href="{html.escape(p.name)}">{html.escape(p.stem)}</a>.'
+        table = pd.DataFrame(s["rows"])
+        family = narrative.claim_family(claims[s["claim"]]) if s["claim"] in claims else "mysql"
+        sections.append(f"<h2><a href='{html.escape(b.html.name)}'>{html.escape(s['claim'])}: "
+                        f"{html.escape(s['title'])}</a></h2>" + narrative.cards_html(table, family))
+        host = s.get("host", {})
+        runs.append({"claim": s["claim"], "run": s["run_id"], "profile": s["profile"],
+                     "measured": s["created_at"][:16].replace("T", " "),
+                     "host": f"{host.get('cpu_model')}, {host.get('cpu_count')} CPUs",
+                     "commit": str((s.get("git") or {}).get("commit"))[:10]})
+    generated = dt.datetime.now(dt.timezone.utc).isoformat(timespec="minutes")
+    extra = "".join(f' <a href="{html.escape(p.name)}">Investigation: {html.escape(p.stem)}</a>.'
                     for p in investigations)
+    profiles = {r["profile"] for r in runs}
+    caution = ("" if profiles == {"full"} else
+               "<p class='note'>Some runs here use a short profile (" + ", ".join(sorted(profiles - {"full"})) +
+               "): verdicts can differ from the shipped full runs, which <code>claimlab report --from-data</code> "
+               "re-renders.</p>")
     page = f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>claimlab: verdicts</title>
-<style>
-body {{ font-family: system-ui, sans-serif; margin: 2em auto; max-width: 70em; color: #222; }}
-table {{ border-collapse: collapse; width: 100%; }}
-td, th {{ border-bottom: 1px solid #ddd; padding: .4em .6em; text-align: left; }}
-tr.supported b {{ color: #1b7837; }} tr.contradicted b {{ color: #b2182b; }} tr.inconclusive b {{ color: #666; }}
-tr.not_tested {{ color: #999; }}
-</style></head><body>
+<style>{narrative.CSS}</style></head><body>
 <h1>claimlab: published MySQL performance claims, re-tested</h1>
-<p>Each row compares a treatment with a baseline; the ratio is treatment / baseline of the metric
-with its 95% interval. <a href="{html.escape(summary_html.name)}">Summary with the forest plot</a>.
-{extra}</p>
-<table><thead><tr><th>claim</th><th>comparison</th><th>metric</th><th>measured ratio [95% CI]</th>
-<th>published</th><th>verdict</th><th>run (profile)</th></tr></thead><tbody>
-{''.join(rows)}
-</tbody></table>
-<p>Generated {generated}. Where: {html.escape(str(host.get('cpu_model')))}, {host.get('cpu_count')} CPUs,
-{host.get('memory_gib')} GiB, kernel {html.escape(str(host.get('kernel')))}. Code commit
-<code>{html.escape(str(commit))}</code>. Each claim's report lists its server versions and settings.</p>
+<p>Each card compares a treatment with a baseline: the ratio is treatment / baseline with its
+interval, beside what the source published. <a href="{html.escape(summary_html.name)}">Summary with the
+forest plot</a>.{extra}</p>{caution}
+{''.join(sections)}
+<h2>Runs</h2>
+{narrative.table_html(pd.DataFrame(runs))}
+<p class='small'>Rendered {generated} UTC. Each run was measured at the time and on the host shown
+above; each claim's report lists its server versions and settings.</p>
 </body></html>
 """
     path.write_text(page)
     return path
+
+
+# -- what the claim notebook calls ---------------------------------------------------------------
+
+def resolve_run(experiment: str, run_id: str | None, *, start_servers: bool, profile: str, data_root: Path,
+                params_name: str | None = None, progress: bool = False) -> Path:
+    """The run a claim report reads: `run_id` if given; else a new run when `start_servers`
+    (servers start, for minutes); else the shipped run of data/published_runs.json (no server)."""
+    from . import runner
+    from .store import find_run
+    root = project_root()
+    if run_id is None and start_servers:
+        experiment_params = params_mod.load(params_mod.find(params_name or experiment, root / "params"), profile)
+        run_id = runner.run(experiment_params, data_root=data_root, progress=progress).run_id
+    elif run_id is None:
+        shipped = published_runs(root)
+        if experiment not in shipped:
+            raise ClaimlabError(f"data/{PUBLISHED_RUNS}: no shipped run for {experiment!r}; pass run_id "
+                                "or start_servers=True")
+        run_id = shipped[experiment]
+    for where in (data_root, raw_root(root)):
+        try:
+            return find_run(run_id, where)
+        except ClaimlabError:
+            continue
+    return find_run(run_id, data_root)
+
+
+def scope_markdown(experiment: str) -> str:
+    """The claim report's question and what it does and does not test (templates/scope/)."""
+    path = Path(__file__).parent / "templates" / "scope" / f"{experiment}.md"
+    return path.read_text() if path.exists() else ""
+
+
+EVIDENCE_PATTERNS = {"collation_cost": r"strnncoll|collation|uca", "binlog_default": r"binlog|BIN_LOG|fsync|fdatasync",
+                     "charset_mismatch": r"ismbchar|charpos|Lex_input_stream|charset"}
+EVIDENCE_WORDS = {"collation_cost": "the collation's comparison", "binlog_default": "binary log and fsync",
+                  "charset_mismatch": "charset routines and the lexer"}
+
+
+def top_functions(profiles, n: int = 8) -> pd.DataFrame:
+    """The functions with the largest own share of samples, one column per condition."""
+    table = pd.concat([p.top_functions(n) for p in profiles])
+    table = table[table["self_share"] > 0]
+    wide = table.pivot_table(index="function", columns="condition", values="self_share", fill_value=0.0)
+    wide = wide.loc[wide.max(axis=1).sort_values(ascending=False).index]
+    wide.columns = [str(c).split("_", 1)[-1] for c in wide.columns]
+    return (wide * 100).round(1).reset_index().rename(columns=lambda c: c if c == "function" else f"{c} (% of samples)")
+
+
+def flame_profiles(profiles, limit: int = 2):
+    """The profiles worth a flame graph: the first and the last condition (e.g. baseline and the
+    costliest treatment), so the page stays short."""
+    profiles = list(profiles)
+    return profiles if len(profiles) <= limit else [profiles[0], profiles[-1]]
+
+
+def diagnostics_markdown(diag) -> str:
+    """Only what a reader should act on: flagged drift or warm-up rows, outlier counts, contention."""
+    lines = [f"- Contention: {diag.contention}."]
+    for name, frame in (("drift", diag.drift), ("warm-up", diag.warmup)):
+        if len(frame) and "flagged" in frame.columns:
+            flagged = frame[frame["flagged"].astype(bool)]
+            lines.append(f"- {name.capitalize()}: {len(flagged)} of {len(frame)} condition(s) flagged"
+                         + (": " + ", ".join(sorted(map(str, flagged["condition"]))) if len(flagged) else "") + ".")
+    lines.append(f"- Outliers (listed, not dropped): {len(diag.outliers)} measurement(s)"
+                 + (": " + ", ".join(sorted({str(c) for c in diag.outliers["condition"]})) if len(diag.outliers) else "")
+                 + ".")
+    return "\n".join(lines)
