@@ -185,9 +185,13 @@ def cmd_runs(args) -> int:
     runs = list_runs(args.data or raw_root())
     if not runs:
         print("no stored runs; start one with `claimlab run binlog_default --profile smoke`")
-    for r in runs:
-        print(f"{r['run_id']}  {r['experiment']:<18} {r['claim'] or '':<4} {r['profile']:<6} "
-              f"{r['status']:<12} {r['path']}")
+    rows = [(r["run_id"], r["experiment"], r["claim"] or "", r["profile"], r["status"], str(r["path"]))
+            for r in runs]
+    if rows:
+        header = ("RUN", "EXPERIMENT", "CLAIM", "PROFILE", "STATUS", "PATH")
+        widths = [max(len(x) for x in column) for column in zip(header, *rows)]
+        for row in (header, *rows):
+            print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
     return 0
 
 

@@ -47,7 +47,7 @@ def number(value, digits: int = 3) -> str:
         return "0"
     magnitude = math.floor(math.log10(abs(value)))
     decimals = max(0, digits - 1 - magnitude)
-    rounded = round(value, decimals)
+    rounded = round(value, decimals if decimals else digits - 1 - magnitude)   # 98272 -> 98300
     return f"{rounded:,.{decimals}f}"
 
 
@@ -104,7 +104,7 @@ def size_relation(row) -> str:
     if published < low:
         return "effect smaller than published" if published < 1 else "effect larger than published"
     if published > high:
-        return "effect larger than published" if published > 1 else "effect smaller than published"
+        return "effect smaller than published" if published > 1 else "effect larger than published"
     return "published value inside the interval"
 
 
@@ -114,7 +114,10 @@ def card_html(row, claim_family: str = "mysql") -> str:
     verdict = str(row["verdict"])
     label = row.get("verdict_label") or verdict.replace("_", " ")
     family = server_family(row["server_version"])
-    where = (f"{row['server_version'] or row['target']}: "
+    server = row["server_version"] if isinstance(row["server_version"], str) and row["server_version"] else None
+    if server is None:
+        family = claim_family
+    where = (f"{server or 'no server ran both sides'}: "
              + ("the claim's own server family" if family == claim_family else
                 f"an analogue ({family}), not the {claim_family} server the source measured"))
     claimed = ("no difference (ratio within the equivalence margin)" if row["kind"] == "null" else
@@ -139,7 +142,11 @@ def card_html(row, claim_family: str = "mysql") -> str:
         f"<p><b>Claimed:</b> {html.escape(claimed)}. <b>Measured:</b> {html.escape(measured)}"
         f"{'; ' + html.escape(size) if size else ''}.</p>"
         f"<p><b>Where:</b> {html.escape(where)}. {html.escape(flagged_text)}. "
-        f"{number(row.get('n_blocks'))} server starts, {number(row.get('n_runs'))} run(s).</p></div></div>")
+        f"{_count(row.get('n_blocks'))} server starts, {_count(row.get('n_runs'))} run(s).</p></div></div>")
+
+
+def _count(value) -> str:
+    return "—" if value is None or pd.isna(value) else f"{int(value):,}"
 
 
 def cards_html(table: pd.DataFrame, claim_family: str = "mysql") -> str:
@@ -267,12 +274,13 @@ def cost_view(cost: pd.DataFrame, metrics=tuple(COST_UNITS)) -> pd.DataFrame:
     """stats.cost_table in units a person reads (µs per operation, fsyncs per operation); costs
     that are zero in every condition (binlog commits with the binlog off) are left out."""
     rows = []
-    for (workload, metric), part in cost[cost["metric"].isin(list(metrics))].groupby(["workload", "metric"], sort=False):
+    chosen = cost[cost["metric"].isin(list(metrics))]
+    for (_, metric), part in chosen.groupby(["workload", "metric"], sort=False):
         words, factor, unit = COST_UNITS[metric]
         if (part["mean"].abs() < 1e-12).all():
             continue
         for r in part.itertuples(index=False):
-            rows.append({"cost": words, "condition": r.condition, f"per operation": r.mean * factor,
+            rows.append({"cost": words, "condition": r.condition, "per operation": r.mean * factor,
                          "95% low": r.lo * factor, "95% high": r.hi * factor, "unit": f"{unit}/op"})
     return pd.DataFrame(rows)
 

@@ -23,7 +23,6 @@ import re
 import shutil
 import signal
 import subprocess
-import tempfile
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path

@@ -259,8 +259,8 @@ def scope_markdown(experiment: str) -> str:
 
 EVIDENCE_PATTERNS = {"collation_cost": r"strnncoll|collation|uca", "binlog_default": r"binlog|BIN_LOG|fsync|fdatasync",
                      "charset_mismatch": r"ismbchar|charpos|Lex_input_stream|charset"}
-EVIDENCE_WORDS = {"collation_cost": "the collation's comparison", "binlog_default": "binary log and fsync",
-                  "charset_mismatch": "charset routines and the lexer"}
+EVIDENCE_WORDS = {"collation_cost": "share in the comparison", "binlog_default": "share in binlog and fsync",
+                  "charset_mismatch": "share in charset code and lexer"}
 
 
 def top_functions(profiles, n: int = 8) -> pd.DataFrame:
@@ -288,7 +288,7 @@ def diagnostics_markdown(diag) -> str:
             flagged = frame[frame["flagged"].astype(bool)]
             lines.append(f"- {name.capitalize()}: {len(flagged)} of {len(frame)} condition(s) flagged"
                          + (": " + ", ".join(sorted(map(str, flagged["condition"]))) if len(flagged) else "") + ".")
+    where = sorted({str(c) for c in diag.outliers["condition"]}) if len(diag.outliers) else []
     lines.append(f"- Outliers (listed, not dropped): {len(diag.outliers)} measurement(s)"
-                 + (": " + ", ".join(sorted({str(c) for c in diag.outliers["condition"]})) if len(diag.outliers) else "")
-                 + ".")
+                 + (": " + ", ".join(where) if where else "") + ".")
     return "\n".join(lines)

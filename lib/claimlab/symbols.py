@@ -187,7 +187,7 @@ def _vtable_names(binary: str, relocations: dict[int, int], ranges: dict[int, in
     class's vtable ("ha_innobase::rnd_next(unsigned char*)"), else "Class::virtual#k"."""
     image = _Image(binary)
     classes: dict[int, str] = {}     # typeinfo address -> mangled class name
-    for location, target in relocations.items():
+    for target in relocations.values():
         name_ptr = relocations.get(target + 8)
         if name_ptr is not None and target not in classes:
             text = image.string(name_ptr)
