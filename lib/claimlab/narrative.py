@@ -12,6 +12,7 @@ import math
 from pathlib import Path
 from typing import Callable
 
+import numpy as np
 import pandas as pd
 
 from .claims import Claim
@@ -36,18 +37,21 @@ def number(value, digits: int = 3) -> str:
     a dash for a missing value, yes/no for a truth value."""
     if value is None or isinstance(value, float) and math.isnan(value):
         return "—"
-    if isinstance(value, bool):
+    if isinstance(value, (bool, np.bool_)):
         return "yes" if value else "no"
+    if isinstance(value, (int, np.integer)) and abs(int(value)) < 10 ** digits:
+        return f"{int(value):,}"   # a count: 10, not 10.0
     if not isinstance(value, (int, float)):
         try:
             value = float(value)
         except (TypeError, ValueError):
             return str(value)
-    if value == 0:
-        return "0"
-    magnitude = math.floor(math.log10(abs(value)))
+    if value == 0 or not math.isfinite(value):
+        return "0" if value == 0 else str(value)
+    rounded = round(value, digits - 1 - math.floor(math.log10(abs(value))))   # 98272 -> 98300
+    # The magnitude after rounding: 0.000099996 is 0.000100, not 0.0001000 (one digit too many).
+    magnitude = math.floor(math.log10(abs(rounded)))
     decimals = max(0, digits - 1 - magnitude)
-    rounded = round(value, decimals if decimals else digits - 1 - magnitude)   # 98272 -> 98300
     return f"{rounded:,.{decimals}f}"
 
 

@@ -2,6 +2,7 @@
 
 import math
 
+import numpy as np
 import pandas as pd
 
 from claimlab import narrative
@@ -20,6 +21,15 @@ def _row(**over):
 def test_numbers_for_people_have_no_scientific_notation_nan_or_booleans():
     assert narrative.number(0.0000131) == "0.0000131"
     assert narrative.number(98272.4) == "98,300"
+    # rounding up across a power of ten keeps `digits` significant digits, not one more
+    assert narrative.number(0.0001) == "0.000100"
+    assert narrative.number(0.000099996) == "0.000100"
+    assert narrative.number(0.00099996) == "0.00100"
+    assert narrative.number(999.96) == "1,000"
+    assert narrative.number(9.9996) == "10.0"
+    assert narrative.number(10) == "10" and narrative.number(12345) == "12,300"
+    assert narrative.number(-0.000099996) == "-0.000100"
+    assert narrative.number(np.int64(10)) == "10" and narrative.number(np.float64(0.000099996)) == "0.000100"
     assert narrative.number(math.nan) == "—" and narrative.number(None) == "—"
     assert narrative.number(True) == "yes"
     html = narrative.table_html(pd.DataFrame({"a": [1.23456e-5, math.nan], "b": [True, None]}))
