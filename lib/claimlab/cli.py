@@ -10,6 +10,7 @@ from . import params as params_mod
 from .errors import ClaimlabError, TargetUnavailable
 
 EXIT_ERROR, EXIT_INTERRUPTED = 1, 130
+READ_HELP = "where stored runs live (default: runs/, then the shipped data/raw)"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -23,13 +24,13 @@ def _parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("run", help="run an experiment and store every measurement",
                        description="Run PARAMS (a name in params/ or a .yaml path). Measurements are "
-                                   "appended to data/raw/<experiment>/<run-id>/ as they complete.")
+                                   "appended to runs/<experiment>/<run-id>/ (git-ignored) as they complete.")
     r.add_argument("params", help="experiment name (e.g. binlog_default) or params file path")
     r.add_argument("--profile", default="quick", choices=params_mod.PROFILES,
                    help="smoke: seconds, for tests; quick: minutes (default); full: publication-sized")
     r.add_argument("--resume", metavar="RUN_ID", help="continue an interrupted run without "
                                                       "repeating finished measurements")
-    r.add_argument("--data", type=Path, metavar="DIR", help="where raw runs live (default data/raw)")
+    r.add_argument("--data", type=Path, metavar="DIR", help="where new runs go (default runs/)")
     r.add_argument("--work", type=Path, metavar="DIR", help="scratch space for server data "
                                                             "directories (default work/)")
     r.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -44,13 +45,13 @@ def _parser() -> argparse.ArgumentParser:
     t.add_argument("params", nargs="*", help="names or paths (default: every file in params/)")
 
     ls = sub.add_parser("runs", help="list stored runs")
-    ls.add_argument("--data", type=Path, metavar="DIR", help="where raw runs live (default data/raw)")
+    ls.add_argument("--data", type=Path, metavar="DIR", help=READ_HELP)
 
     a = sub.add_parser("analyze", help="effects, intervals and verdicts for stored runs",
                        description="Analyse stored runs (no server needed) and print one line per "
                                    "claim; --table writes the tidy table as CSV.")
     a.add_argument("run_ids", nargs="+", metavar="RUN_ID")
-    a.add_argument("--data", type=Path, metavar="DIR", help="where raw runs live (default data/raw)")
+    a.add_argument("--data", type=Path, metavar="DIR", help=READ_HELP)
     a.add_argument("--table", type=Path, metavar="CSV", help="write the full table here")
     a.add_argument("--exclude-contention", action="store_true",
                    help="leave out measurements flagged as taken under contention")
@@ -67,7 +68,7 @@ def _parser() -> argparse.ArgumentParser:
     rep.add_argument("--only", nargs="+", metavar="EXPERIMENT", help="only these experiments")
     rep.add_argument("--show-code", action="store_true", help="include the code cells in the HTML")
     rep.add_argument("--out", type=Path, metavar="DIR", help="output directory (default reports/)")
-    rep.add_argument("--data", type=Path, metavar="DIR", help="where raw runs live (default data/raw)")
+    rep.add_argument("--data", type=Path, metavar="DIR", help=READ_HELP)
     rep.add_argument("--figures", type=Path, metavar="DIR", help="where figures go (default figures/)")
 
     d = sub.add_parser("diff", help="effective server variables of two configurations, side by side",
@@ -92,7 +93,7 @@ def _parser() -> argparse.ArgumentParser:
                                     "repeated; prints each option's share of the gap with its interval.")
     ab.add_argument("ablation", help="ablation name in params/ablation/ or a path")
     ab.add_argument("--profile", default="quick", choices=params_mod.PROFILES, help="smoke | quick | full")
-    ab.add_argument("--data", type=Path, metavar="DIR", help="where raw runs live (default data/raw)")
+    ab.add_argument("--data", type=Path, metavar="DIR", help="where new runs go (default runs/)")
     ab.add_argument("--work", type=Path, metavar="DIR", help="scratch space (default work/)")
     ab.add_argument("--table", type=Path, metavar="CSV", help="write the attribution table here")
     ab.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -114,9 +115,21 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _find_params(name: str) -> Path:
+    """A params file by name or path; an unknown name lists the experiments there are."""
+    try:
+        return params_mod.find(name)
+    except ClaimlabError:
+        known = sorted(p.stem for p in Path("params").glob("*.yaml"))
+        if Path(name).suffix in (".yaml", ".yml") or not known:
+            raise
+        raise ClaimlabError(f"no experiment {name!r} (params/{name}.yaml); experiments: "
+                            f"{', '.join(known)}") from None
+
+
 def _params_paths(names: list[str]) -> list[Path]:
     if names:
-        return [params_mod.find(n) for n in names]
+        return [_find_params(n) for n in names]
     root = Path("params")
     paths = sorted(root.glob("*.yaml"))
     if not paths:
@@ -126,17 +139,34 @@ def _params_paths(names: list[str]) -> list[Path]:
 
 def cmd_run(args) -> int:
     from . import runner
-    exp = params_mod.load(params_mod.find(args.params), args.profile)
+    exp = params_mod.load(_find_params(args.params), args.profile)
     claim = _claim_for(exp.claim) if exp.design.sequential else None
-    outcome = runner.run(exp, data_root=args.data, work_root=args.work, resume=args.resume,
-                         progress=not args.no_progress and sys.stderr.isatty(), claim=claim,
-                         log=lambda line: print(line, file=sys.stderr))
+    try:
+        outcome = runner.run(exp, data_root=args.data, work_root=args.work, resume=args.resume,
+                             progress=not args.no_progress and sys.stderr.isatty(), claim=claim,
+                             log=lambda line: print(line, file=sys.stderr))
+    except runner.Interrupted as exc:
+        run_id = getattr(exc, "run_id", "")
+        if not run_id:
+            raise
+        again = " ".join(["claimlab run", args.params, "--profile", args.profile,
+                          *(["--data", str(args.data)] if args.data else []), "--resume", run_id])
+        print(f"claimlab: {exc}; run {run_id} keeps what was measured. Resume with: {again}", file=sys.stderr)
+        return EXIT_INTERRUPTED
     for reason in outcome.skipped.values():
         print(f"not run: {reason}")
-    print(f"run {outcome.run_id}: {outcome.status}, {outcome.measurements} measurements stored in "
-          f"{outcome.path}")
+    total = _stored_measurements(outcome.path)
+    session = f" ({outcome.measurements} in this session)" if total != outcome.measurements else ""
+    print(f"run {outcome.run_id}: {outcome.status}, {total} measurements stored{session} in {outcome.path}")
     print(f"next: claimlab analyze {outcome.run_id}")
     return 0
+
+
+def _stored_measurements(path: Path) -> int:
+    """Every measurement the run holds (a resumed run's earlier sessions included)."""
+    from .store import read_results
+    results = read_results(path, accept_modified=True)
+    return results.groupby(["condition", "workload", "repetition", "iteration"]).ngroups if len(results) else 0
 
 
 def _claim_for(claim_id: str):
@@ -181,8 +211,8 @@ def cmd_targets(args) -> int:
 
 
 def cmd_runs(args) -> int:
-    from .store import list_runs, raw_root
-    runs = list_runs(args.data or raw_root())
+    from .store import list_runs
+    runs = list_runs(args.data)
     if not runs:
         print("no stored runs; start one with `claimlab run binlog_default --profile smoke`")
     rows = [(r["run_id"], r["experiment"], r["claim"] or "", r["profile"], r["status"], str(r["path"]))
@@ -200,15 +230,18 @@ def cmd_analyze(args) -> int:
 
     from . import stats
     from .runner import stop_rule
-    from .store import find_run, raw_root, read_manifest, read_results
+    from .store import find_run, read_manifest, read_results
     tables = []
     for run_id in args.run_ids:
-        path = find_run(run_id, args.data or raw_root())
+        path = find_run(run_id, args.data)
         df = read_results(path, accept_modified=args.accept_modified)
         claim = _claim_for(str(df["claim"].iloc[0]) if len(df) else "")
         table = stats.analyze(df, claim, include_contention=not args.exclude_contention,
                               stop_rule=stop_rule(read_manifest(path)))
         print(stats.summary_line(table, claim))
+        if args.exclude_contention:
+            for line in _contention_lines(df, table):
+                print(f"  {line}")
         tables.append(table.assign(run_id=run_id))
     if args.table:
         pd.concat(tables).to_csv(args.table, index=False)
@@ -216,13 +249,33 @@ def cmd_analyze(args) -> int:
     return 0
 
 
+def _contention_lines(results, table) -> list[str]:
+    """What --exclude-contention left out, and why a comparison then had nothing to compare."""
+    keys = ["condition", "workload", "repetition", "iteration"]
+    busy = results[results["contention"].astype(bool)]
+    lines = [f"--exclude-contention left out {busy.groupby(keys).ngroups if len(busy) else 0} of "
+             f"{results.groupby(keys).ngroups if len(results) else 0} measurements ({len(busy)} of "
+             f"{len(results)} rows): taken while the machine was busy with other work (contention flag)"]
+    for row in table[table["verdict"] == "not_tested"].itertuples(index=False):
+        why = str(row.verdict_note).split(";")[0] or "no measurements left on one side"
+        lines.append(f"{row.comparison}: not tested because {why}")
+    return lines
+
+
 def cmd_report(args) -> int:
+    import time
+
     from . import report
+    started = time.time()
     index = report.build(profile=args.profile, run_ids=args.from_data, out_dir=args.out,
                          show_code=args.show_code, data_dir=args.data, experiments=args.only,
                          figures_dir=args.figures,
                          log=lambda msg: print(f"report: {msg}", file=sys.stderr))
     print(f"reports written; open {index}")
+    rows = report.verdict_rows(index.parent, since=started)
+    if rows:
+        from .narrative import verdict_lines
+        print("\n".join(verdict_lines(rows)))
     return 0
 
 
@@ -362,8 +415,9 @@ def main(argv: list[str] | None = None) -> int:
         message = " | ".join(line.strip() for line in str(exc).splitlines() if line.strip())
         print(f"claimlab: error: {message}", file=sys.stderr)
         if isinstance(exc, Interrupted):
-            print("claimlab: resume with `claimlab run ... --resume RUN_ID` (see `claimlab runs`)",
-                  file=sys.stderr)
+            run_id = getattr(exc, "run_id", "") or "RUN_ID"
+            print(f"claimlab: run {run_id} keeps what was measured; resume with `claimlab run ... "
+                  f"--resume {run_id}` (see `claimlab runs`)", file=sys.stderr)
             return EXIT_INTERRUPTED
         return EXIT_ERROR
 

@@ -191,6 +191,21 @@ def contract_view(table: pd.DataFrame, results: pd.DataFrame | None = None) -> p
     return out
 
 
+def verdict_lines(rows) -> list[str]:
+    """The verdict table as plain text, one line per comparison and server, columns aligned:
+    what a terminal shows at the end of `claimlab report`."""
+    header = ("CLAIM", "COMPARISON", "SERVER", "MEASURED [95%]", "PUBLISHED", "VERDICT")
+    lines = []
+    for r in rows:
+        measured = ("not measured" if r.get("verdict") == "not_tested" or r.get("estimate") is None else
+                    f"{number(r['estimate'])} [{number(r.get('ci_low'))}, {number(r.get('ci_high'))}]")
+        lines.append((str(r["claim"]), _words(r["comparison"]), str(r.get("server_version") or r.get("target") or "—"),
+                      measured, number(r.get("published_ratio")),
+                      str(r.get("verdict_label") or str(r["verdict"]).replace("_", " "))))
+    widths = [max(len(x) for x in column) for column in zip(header, *lines)]
+    return ["  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip() for line in (header, *lines)]
+
+
 def verdict_table_html(table: pd.DataFrame) -> str:
     view = table[["claim", "comparison", "server_version", "estimate", "ci_low", "ci_high", "published_ratio",
                   "verdict_label", "flagged_share"]].assign(comparison=table["comparison"].map(_words))

@@ -22,7 +22,7 @@ from . import narrative
 from . import params as params_mod
 from .claims import Claim
 from .errors import ClaimlabError
-from .store import project_root, raw_root, read_manifest
+from .store import project_root, read_manifest
 
 CLAIM_NOTEBOOK = "claim.ipynb"   # one notebook, parameterized by experiment; outputs named per claim
 NOTEBOOKS = {  # experiment -> report name (the HTML file is NAME.html)
@@ -49,6 +49,17 @@ def write_summary(path: str | os.PathLike | None, run_dir: Path, table: pd.DataF
                "rows": json.loads(table.to_json(orient="records"))}
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     Path(path).write_text(json.dumps(payload, indent=1, default=str))
+
+
+def verdict_rows(out_dir: Path, since: float = 0.0) -> list[dict]:
+    """The verdict rows of the claim reports written to `out_dir` since `since` (a time.time()),
+    in the index's order: what `claimlab report` prints when it is done."""
+    rows = []
+    for experiment in NOTEBOOKS:
+        path = Path(out_dir) / f"{experiment}.summary.json"
+        if path.exists() and path.stat().st_mtime >= since:
+            rows += json.loads(path.read_text())["rows"]
+    return rows
 
 
 def published_runs(root: Path | None = None) -> dict[str, str]:
@@ -140,7 +151,7 @@ def build(*, profile: str = "quick", run_ids: list[str] | None = None, out_dir: 
     """Run (or re-analyse) every claim notebook, then the summary, then the index."""
     root = project_root()
     out_dir = (out_dir or root / "reports").resolve()
-    data_dir = (data_dir or raw_root(root)).resolve()
+    data_dir = data_dir.resolve() if data_dir else None   # None: new runs in runs/, reads from runs/ and data/raw
     figures_dir = (figures_dir or root / "figures").resolve()
     plan: dict[str, str | None] = {}
     if run_ids:
@@ -156,21 +167,21 @@ def build(*, profile: str = "quick", run_ids: list[str] | None = None, out_dir: 
         log(f"{experiment}: {'re-analysing ' + run_id if run_id else 'running the ' + profile + ' profile'}")
         summary_path = out_dir / f"{experiment}.summary.json"
         nb = execute(CLAIM_NOTEBOOK, out_dir, {
-            "experiment": experiment, "profile": profile, "run_id": run_id, "data_dir": str(data_dir),
+            "experiment": experiment, "profile": profile, "run_id": run_id, "data_dir": _text(data_dir),
             "figures_dir": str(figures_dir), "summary_json": str(summary_path),
             "start_servers": run_id is None,
             "cpu_evidence": run_id is None}, root, NOTEBOOKS[experiment])   # from data: no server
         built.append(Built(experiment, nb, render_html(nb, show_code), json.loads(summary_path.read_text())))
     log("summary")
     summary_nb = execute(SUMMARY, out_dir, {
-        "run_ids": [b.summary["run_id"] for b in built], "data_dir": str(data_dir), "n_boot": n_boot,
+        "run_ids": [b.summary["run_id"] for b in built], "data_dir": _text(data_dir), "n_boot": n_boot,
         "figures_dir": str(figures_dir)}, root)
     summary_html = render_html(summary_nb, show_code)
     investigations = []
     if not run_ids and not experiments:
         for name, notebook in INVESTIGATIONS.items():
             log(f"{name}: running the {profile} profile")
-            nb = execute(notebook, out_dir, {"profile": profile, "data_dir": str(data_dir), "start_servers": True,
+            nb = execute(notebook, out_dir, {"profile": profile, "data_dir": _text(data_dir), "start_servers": True,
                                              "figures_dir": str(figures_dir),
                                              "profile_dir": str(figures_dir / name / "profiles")}, root)
             investigations.append(render_html(nb, show_code))
@@ -181,6 +192,10 @@ def build(*, profile: str = "quick", run_ids: list[str] | None = None, out_dir: 
     if leaked:
         log(f"warning: removed a secret from {len(leaked)} output file(s)")
     return index
+
+
+def _text(path: Path | None) -> str | None:
+    return str(path) if path else None
 
 
 def write_index(path: Path, built: list[Built], summary_html: Path, investigations: list[Path] = ()) -> Path:
@@ -227,7 +242,7 @@ above; each claim's report lists its server versions and settings.</p>
 
 # -- what the claim notebook calls ---------------------------------------------------------------
 
-def resolve_run(experiment: str, run_id: str | None, *, start_servers: bool, profile: str, data_root: Path,
+def resolve_run(experiment: str, run_id: str | None, *, start_servers: bool, profile: str, data_root: Path | None,
                 params_name: str | None = None, progress: bool = False) -> Path:
     """The run a claim report reads: `run_id` if given; else a new run when `start_servers`
     (servers start, for minutes); else the shipped run of data/published_runs.json (no server)."""
@@ -243,12 +258,12 @@ def resolve_run(experiment: str, run_id: str | None, *, start_servers: bool, pro
             raise ClaimlabError(f"data/{PUBLISHED_RUNS}: no shipped run for {experiment!r}; pass run_id "
                                 "or start_servers=True")
         run_id = shipped[experiment]
-    for where in (data_root, raw_root(root)):
-        try:
-            return find_run(run_id, where)
-        except ClaimlabError:
-            continue
-    return find_run(run_id, data_root)
+    try:
+        return find_run(run_id, data_root)
+    except ClaimlabError:
+        if data_root is None:
+            raise
+        return find_run(run_id)   # a shipped run, read while new runs go to data_root
 
 
 def scope_markdown(experiment: str) -> str:

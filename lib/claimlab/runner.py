@@ -24,7 +24,7 @@ from .errors import ClaimlabError, ServerGone, ServerStartError, TargetUnavailab
 from .params import Experiment
 from .servers import ExternalServer, Launcher, ServerFacts, ServerOptions, check_available, remove_socket_dir
 from .stopping import StopRule
-from .store import RunStore, find_run, now, project_root, raw_root, read_results
+from .store import RunStore, find_run, now, project_root, read_results, runs_root
 from .workloads import Measurement
 
 
@@ -89,7 +89,7 @@ def verify_settings(requested: ServerOptions, facts: ServerFacts, target: str) -
 
 def run(exp: Experiment, *, data_root: Path | None = None, work_root: Path | None = None,
         resume: str | None = None, progress: bool = True, claim=None, log=None) -> RunOutcome:
-    data_root = data_root or raw_root()
+    data_root = data_root or runs_root()
     conds = conditions(exp)
     skipped = available_targets(exp, conds)
     runnable = [c for c in conds if c.target not in skipped]
@@ -166,6 +166,7 @@ def run(exp: Experiment, *, data_root: Path | None = None, work_root: Path | Non
         store.finish("complete", skipped_targets=skipped)
     except Interrupted as exc:
         outcome.status = "interrupted"
+        exc.run_id = store.run_id   # the command line prints how to resume it
         _close_quietly(store, "interrupted", exc)
         raise
     except ClaimlabError as exc:
@@ -398,7 +399,7 @@ def _store_measurement(exp, store, unit, cond, workload, iteration, attempt, ver
 
 
 def _cleanup_work(work: Path, exp: Experiment) -> None:
-    """Data directories are scratch: the measurements live in data/raw, not in them."""
+    """Data directories are scratch: the measurements live in runs/, not in them."""
     shutil.rmtree(work, ignore_errors=True)
     try:
         work.parent.rmdir()
