@@ -229,22 +229,16 @@ def cmd_analyze(args) -> int:
     import pandas as pd
 
     from . import stats
-    from .runner import stop_rule
-    from .store import find_run, read_manifest, read_results
-    tables = []
-    for run_id in args.run_ids:
-        path = find_run(run_id, args.data)
-        df = read_results(path, accept_modified=args.accept_modified)
-        claim = _claim_for(str(df["claim"].iloc[0]) if len(df) else "")
-        table = stats.analyze(df, claim, include_contention=not args.exclude_contention,
-                              stop_rule=stop_rule(read_manifest(path)))
-        print(stats.summary_line(table, claim))
+    from .report import analyze_runs
+    analyses = analyze_runs(args.run_ids, args.data, accept_modified=args.accept_modified,
+                            include_contention=not args.exclude_contention)
+    for a in analyses:
+        print(stats.summary_line(a.table, a.claim))
         if args.exclude_contention:
-            for line in _contention_lines(df, table):
+            for line in _contention_lines(a.results, a.table):
                 print(f"  {line}")
-        tables.append(table.assign(run_id=run_id))
     if args.table:
-        pd.concat(tables).to_csv(args.table, index=False)
+        pd.concat([a.table for a in analyses]).to_csv(args.table, index=False)
         print(f"table written to {args.table}")
     return 0
 

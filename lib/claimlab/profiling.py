@@ -28,7 +28,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Iterator
 
-import matplotlib.pyplot as plt
 import pandas as pd
 
 from . import workloads as wl
@@ -260,20 +259,6 @@ def _render(cmd: list[str], folded: str, path: Path) -> Path:
         raise ProfilingError(f"{Path(cmd[0]).name} failed: {_last_line(result.stderr)}")
     path.write_text(result.stdout)
     return path
-
-
-def top_functions_figure(profiles: list[Profile], n: int = 12) -> plt.Figure:
-    """Self share of samples of the top functions, one bar group per condition."""
-    table = pd.concat([p.top_functions(n) for p in profiles])
-    pivot = table.pivot_table(index="function", columns="condition", values="self_share", fill_value=0)
-    pivot = pivot.loc[pivot.max(axis=1).sort_values().index]
-    fig, ax = plt.subplots(figsize=(8, 0.35 * len(pivot) + 1.5))
-    pivot.plot.barh(ax=ax)
-    ax.set_xlabel("share of samples in the function itself")
-    ax.set_ylabel("")
-    ax.xaxis.set_major_formatter(plt.FuncFormatter(lambda v, _: f"{v:.0%}"))
-    fig.tight_layout()
-    return fig
 
 
 # --------------------------------------------------------------------------- instruction counts

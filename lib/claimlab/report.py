@@ -182,6 +182,7 @@ def build(*, profile: str = "quick", run_ids: list[str] | None = None, out_dir: 
         for name, notebook in INVESTIGATIONS.items():
             log(f"{name}: running the {profile} profile")
             nb = execute(notebook, out_dir, {"profile": profile, "data_dir": _text(data_dir), "start_servers": True,
+                                             "cpu_evidence": True,
                                              "figures_dir": str(figures_dir),
                                              "profile_dir": str(figures_dir / name / "profiles")}, root)
             investigations.append(render_html(nb, show_code))
@@ -238,6 +239,54 @@ above; each claim's report lists its server versions and settings.</p>
 """
     path.write_text(page)
     return path
+
+
+# -- what the notebooks call ---------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Analysis:
+    """One stored run analysed: its measurements, its claim and the verdict table."""
+
+    run_id: str
+    path: Path
+    results: pd.DataFrame
+    claim: Claim
+    table: pd.DataFrame
+
+
+def analyze_runs(run_ids: Iterable[str], data_root: Path | None = None, *, accept_modified: bool = False,
+                 **options) -> list[Analysis]:
+    """Each run's verdict table, by the run's own claim and stopping rule: what `claimlab analyze`
+    prints and the summary notebook draws (`options` go to stats.analyze: seed, n_boot, ...)."""
+    from . import stats
+    from .claims import load_claims
+    from .runner import stop_rule
+    from .store import find_run, read_results
+    claims = load_claims(project_root() / "data" / "claims.yaml")
+    out = []
+    for run_id in run_ids:
+        path = find_run(run_id, data_root)
+        results = read_results(path, accept_modified=accept_modified)
+        claim_id = str(results["claim"].iloc[0]) if len(results) else ""
+        if claim_id not in claims:
+            raise ClaimlabError(f"{path}: data/claims.yaml has no claim {claim_id!r}")
+        table = stats.analyze(results, claims[claim_id], stop_rule=stop_rule(read_manifest(path)), **options)
+        out.append(Analysis(path.name, path, results, claims[claim_id], table.assign(run_id=path.name)))
+    return out
+
+
+def runs_markdown(analyses: list[Analysis]) -> str:
+    """Which runs a summary shows, said from the runs themselves (shipped or not, profile, when)."""
+    shipped = set(published_runs().values())
+    lines = []
+    for a in analyses:
+        m = read_manifest(a.path)
+        origin = "the shipped run" if a.run_id in shipped else "a run of this build, not the shipped one"
+        lines.append(f"- **{a.claim.id}** `{a.run_id}`: {origin}, {m.get('profile')} profile, measured "
+                     f"{str(m.get('created_at', ''))[:16].replace('T', ' ')} UTC")
+    every = "all the shipped runs (data/published_runs.json)" if {a.run_id for a in analyses} <= shipped else \
+        "runs that are not all the shipped ones: verdicts can differ from the shipped full runs"
+    return f"This summary reads {every}:\n\n" + "\n".join(lines)
 
 
 # -- what the claim notebook calls ---------------------------------------------------------------

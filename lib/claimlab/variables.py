@@ -9,10 +9,13 @@ compared are the servers' own (`ServerFacts`, read back after start), never the 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import pandas as pd
 
+from .errors import DataError
 from .servers import VOLATILE_VARIABLES, ServerFacts
+from .store import read_jsonl, read_variables
 
 GROUPS = ("InnoDB", "binlog & replication", "charset & collation", "performance_schema", "buffers",
           "other")
@@ -215,3 +218,13 @@ def diff(a: ServerFacts, b: ServerFacts, label_a: str = "a", label_b: str = "b")
     table = table.sort_values(["group", "flagged", "differs", "variable"],
                               ascending=[True, False, False, True]).reset_index(drop=True)
     return VariableDiff(label_a, label_b, table)
+
+
+def stored_facts(run_dir: Path, condition: str) -> ServerFacts:
+    """What the first server start of `condition` in a stored run reported (servers.jsonl and its
+    variables file): a run's configuration diff without starting a server."""
+    for record in read_jsonl(Path(run_dir) / "servers.jsonl"):
+        if record.get("condition") == condition:
+            return ServerFacts(version=record["version"], variables=read_variables(Path(run_dir), record["variables"]),
+                               log_bin=bool(record.get("log_bin")))
+    raise DataError(f"{run_dir}/servers.jsonl: no server start of condition {condition!r}")
