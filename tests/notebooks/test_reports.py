@@ -206,3 +206,19 @@ def test_claim_report_from_shipped_data_fits_the_page_and_names_cpu_samples(tmp_
             assert driver.execute_script(OVERFLOW) == [], name
     finally:
         driver.quit()
+
+
+def test_exploration_notebook_reads_several_sessions_without_a_server(tmp_path):
+    out = report.execute("explore.ipynb", tmp_path, {}, ROOT)
+    assert not _errors(out)
+    html = "".join(o.get("data", {}).get("text/html", "") for c in nbformat.read(out, as_version=4).cells
+                   if c.cell_type == "code" for o in c.get("outputs", []))
+    assert html.count("20261122T") >= 4 and "p welch log" in html          # several C4 sessions, compared
+
+
+def test_notebooks_are_committed_without_outputs_on_the_python3_kernel():
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        assert nb.metadata["kernelspec"]["name"] == "python3", path.name
+        code = [c for c in nb.cells if c.cell_type == "code"]
+        assert not any(c.get("outputs") or c.get("execution_count") for c in code), path.name
