@@ -70,7 +70,7 @@ def collect(name: str, run_dir: Path, *, levels: tuple[str, ...] | None = None, 
                                                Path(work) / "perf", seconds=seconds, names=names)
             profiles.append(prof)
             binaries[prof.binary] = names.build_id
-            if callgrind:
+            if callgrind and profiling.countable(cond.workload):   # sysbench (C1): samples only
                 counts.append(profiling.count_instructions(launcher, cond.target, cond.options, cond.workload,
                                                            cond.name, Path(work) / "callgrind"))
     for prof in profiles:

@@ -278,6 +278,11 @@ class Statement:
             raise ValueError("a statement needs SQL and rows >= 1")
 
 
+def countable(workload: wl.Workload) -> bool:
+    """Whether callgrind can count the workload: one server-bound statement (not sysbench)."""
+    return isinstance(workload, (wl.ProcInsertLoop, wl.VarcharScan, wl.Join))
+
+
 def statement_for(workload: wl.Workload) -> Statement:
     """The single statement each Python-driven workload times."""
     if isinstance(workload, wl.ProcInsertLoop):

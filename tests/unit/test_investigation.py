@@ -50,3 +50,12 @@ def test_surprises_flag_a_step_that_made_it_slower():
         dict(kind="cumulative", option="sync_binlog", share=-0.05, share_lo=-0.2, share_hi=0.1)])
     found = ablation.surprises(table)
     assert len(found) == 1 and "performance_schema" in found[0] and "-16% [-33%, -6%]" in found[0]
+
+
+def test_only_one_statement_workloads_are_counted_by_callgrind():
+    from claimlab import profiling
+    kinds = {c.workload.kind: profiling.countable(c.workload) for name in ("charset_mismatch", "binlog_default")
+             for c in profiling.conditions_of(name, "smoke", ROOT)}
+    assert kinds == {"sysbench": False, "proc_insert_loop": True}
+    for c in profiling.conditions_of("binlog_default", "smoke", ROOT):
+        assert profiling.statement_for(c.workload).rows == c.workload.rows
