@@ -206,6 +206,15 @@ def verdict_lines(rows) -> list[str]:
     return ["  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip() for line in (header, *lines)]
 
 
+def note_markdown(row) -> str:
+    """One comparison's note for the end of a report: where it ran, the verdict in words, why."""
+    server = row["server_version"] if isinstance(row["server_version"], str) and row["server_version"] else None
+    where = server or (f"target {row['target']}" if isinstance(row["target"], str) and row["target"] else
+                       "no server that ran both sides")
+    note = row["verdict_note"] if isinstance(row["verdict_note"], str) else ""
+    return f"- **{row['claim']} {_words(row['comparison'])}** on {where}: {row['verdict_label']}. {note}".rstrip()
+
+
 def verdict_table_html(table: pd.DataFrame) -> str:
     view = table[["claim", "comparison", "server_version", "estimate", "ci_low", "ci_high", "published_ratio",
                   "verdict_label", "flagged_share"]].assign(comparison=table["comparison"].map(_words))
@@ -318,6 +327,7 @@ body { font-family: system-ui, sans-serif; margin: 1.5em auto; max-width: 72em; 
 table.people { border-collapse: collapse; max-width: 100%; margin: .5em 0 1em; font-size: 0.9em; }
 table.people td, table.people th { border-bottom: 1px solid #ddd; padding: .3em .6em; text-align: left;
   overflow-wrap: anywhere; }
+table.people th { overflow-wrap: normal; vertical-align: bottom; }
 table.people td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 table.people caption { text-align: left; font-weight: 600; }
 .cards .card-row { display: flex; flex-wrap: wrap; gap: .8em; margin: .6em 0; }

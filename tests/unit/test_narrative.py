@@ -67,3 +67,10 @@ def test_cost_view_drops_all_zero_costs_and_uses_microseconds():
     view = narrative.cost_view(cost)
     assert list(view["cost"]) == ["server CPU, user"] and view["unit"].iloc[0] == "µs/op"
     assert abs(view["per operation"].iloc[0] - 13) < 1e-9
+
+
+def test_note_of_a_comparison_no_server_ran_names_the_target_not_nan():
+    note = narrative.note_markdown(_row(server_version=math.nan, target="mysql80", verdict="not_tested",
+                                       verdict_label="not tested", verdict_note="not tested: no rows for mysql80"))
+    assert note.startswith("- **C4 binlog on vs off** on target mysql80: not tested.") and "nan" not in note
+    assert "on 10.11.19-MariaDB-0+deb12u1: supported" in narrative.note_markdown(_row())
