@@ -19,8 +19,8 @@ from pathlib import Path
 import pandas as pd
 
 from . import profiling
-from .errors import DataError
-from .servers import Launcher
+from .errors import DataError, TargetUnavailable
+from .servers import Launcher, check_available
 from .store import sha256_file
 
 DIRECTORY = "evidence"
@@ -55,8 +55,15 @@ def collect(name: str, run_dir: Path, *, levels: tuple[str, ...] | None = None, 
     if (out / INDEX).exists():
         raise DataError(f"{out}: evidence already stored for this run; not overwritten")
     out.mkdir(parents=True, exist_ok=True)
-    chosen = [c for c in profiling.conditions_of(name, profile)
-              if levels is None or any(level in c.name for level in levels)]
+    chosen, unavailable = [], {}
+    for cond in profiling.conditions_of(name, profile):
+        if levels is not None and not any(level in cond.name for level in levels):
+            continue
+        try:
+            check_available(cond.target)
+            chosen.append(cond)
+        except TargetUnavailable as exc:   # e.g. C3's MySQL tarball levels on a machine without them
+            unavailable[cond.name] = str(exc)
     profiles, counts, binaries = [], [], {}
     with tempfile.TemporaryDirectory(prefix="claimlab-evidence-") as work:
         launcher = Launcher(Path(work))
@@ -81,6 +88,7 @@ def collect(name: str, run_dir: Path, *, levels: tuple[str, ...] | None = None, 
             "frequency_hz": profiling.FREQUENCY_HZ, "binaries": binaries,
             "created_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
             "naming": "claimlab.symbols (exported symbols, handler tables, vtables, direct callers)",
+            "not_profiled": unavailable,
             "checksums": {f: sha256_file(out / f) for f in files}}
     (out / INDEX).write_text(json.dumps(meta, indent=1))
     return load(run_dir)
