@@ -32,7 +32,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from pydantic import model_validator
@@ -223,12 +222,33 @@ def find(name_or_path: str, root: Path | None = None) -> Path:
     return params_mod.find(name_or_path, (root or Path("params")) / "ablation", "ablation file")
 
 
+def condition_id(step: str) -> str:
+    """The stored condition of a step (`slow` -> `step=slow`), as in results.csv and servers.jsonl."""
+    return f"{FACTOR}={step}"
+
+
 def run(ablation: Ablation, *, data_root: Path | None = None, work_root: Path | None = None,
         progress: bool = False):
-    """Measure every configuration (runner.run; data/raw/<name>/<run-id>/ like any run)."""
+    """Measure every configuration (runner.run; runs/<name>/<run-id>/ like any run)."""
     from . import runner
     exp = ablation.experiment()   # a fixed design: ablations declare no sequential rule
     return runner.run(exp, data_root=data_root, work_root=work_root, progress=progress)
+
+
+def stored_run(ablation: Ablation, run_id: str | None = None, *, start_servers: bool = False,
+               data_root: Path | None = None, progress: bool = False) -> Path:
+    """The run an investigation reads: `run_id` if given; a new run when `start_servers` (servers
+    for minutes); else the newest complete stored run of this ablation (no server)."""
+    from .store import find_run, list_runs
+    if run_id:
+        return find_run(run_id, data_root)
+    if start_servers:
+        return run(ablation, data_root=data_root, progress=progress).path
+    stored = [r for r in list_runs(data_root) if r["experiment"] == ablation.name and r["status"] == "complete"]
+    if not stored:
+        raise DataError(f"no complete stored run of ablation {ablation.name!r}: run `claimlab ablate "
+                        f"{ablation.name}`, or set start_servers = True to run it now (minutes)")
+    return Path(max(stored, key=lambda r: r["created_at"] or "")["path"])
 
 
 # --------------------------------------------------------------------------- attribution
@@ -316,26 +336,13 @@ def largest(table: pd.DataFrame, kind: str = "one") -> str:
     return str(part.loc[part["share"].idxmax(), "option"])
 
 
-def waterfall(table: pd.DataFrame, metric: str = "elapsed_s", title: str = "") -> plt.Figure:
-    """Slow to fast in the cumulative order: each bar is one switch's change of the metric
-    (relative to slow), labelled with its share of the gap and the interval."""
-    steps = table[table["kind"] == "cumulative"].reset_index(drop=True)
-    slow_mean = float(table.loc[table["kind"] == "total", "mean"].iloc[0]) / float(
-        table.loc[table["kind"] == "total", "ratio"].iloc[0])
-    fig, ax = plt.subplots(figsize=(max(5, 1.3 * (len(steps) + 2)), 4))
-    level = 1.0
-    ax.bar(0, 1.0, color="#b2182b", width=0.6)
-    for i, r in enumerate(steps.itertuples(index=False), start=1):
-        new = r.mean / slow_mean
-        ax.bar(i, new - level, bottom=level, width=0.6, color="#1b7837" if new < level else "#d6604d")
-        ax.annotate(f"{r.share:.0%}\n[{r.share_lo:.0%}, {r.share_hi:.0%}]", (i, max(new, level)),
-                    ha="center", va="bottom", fontsize=8)
-        level = new
-    ax.bar(len(steps) + 1, level, color="#2166ac", width=0.6)
-    ax.set_xticks(range(len(steps) + 2), ["slow", *[f"+{o}" for o in steps["option"]], "fast"],
-                  rotation=20, ha="right")
-    ax.set_ylabel(f"{metric} relative to slow")
-    ax.set_ylim(0, max(1.25, ax.get_ylim()[1]))
-    ax.set_title(title or "Cumulative ablation: share of the gap [95% interval]")
-    fig.tight_layout()
-    return fig
+def surprises(table: pd.DataFrame) -> list[str]:
+    """Steps whose switch to the fast value made the metric worse beyond doubt (the whole share
+    interval below 0): results a report must flag rather than pass over."""
+    out = []
+    for r in table[table["kind"].isin(["one", "cumulative"])].itertuples(index=False):
+        if r.share_hi < 0:
+            alone = "alone" if r.kind == "one" else "in the cumulative path"
+            out.append(f"switching {r.option} to the fast value {alone} made the loop slower, not faster: "
+                       f"share {r.share:.0%} [{r.share_lo:.0%}, {r.share_hi:.0%}] of the gap")
+    return out

@@ -10,6 +10,7 @@ from . import params as params_mod
 from .errors import ClaimlabError, TargetUnavailable
 
 EXIT_ERROR, EXIT_INTERRUPTED = 1, 130
+READ_HELP = "where stored runs live (default: runs/, then the shipped data/raw)"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -23,13 +24,13 @@ def _parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("run", help="run an experiment and store every measurement",
                        description="Run PARAMS (a name in params/ or a .yaml path). Measurements are "
-                                   "appended to data/raw/<experiment>/<run-id>/ as they complete.")
+                                   "appended to runs/<experiment>/<run-id>/ (git-ignored) as they complete.")
     r.add_argument("params", help="experiment name (e.g. binlog_default) or params file path")
     r.add_argument("--profile", default="quick", choices=params_mod.PROFILES,
                    help="smoke: seconds, for tests; quick: minutes (default); full: publication-sized")
     r.add_argument("--resume", metavar="RUN_ID", help="continue an interrupted run without "
                                                       "repeating finished measurements")
-    r.add_argument("--data", type=Path, metavar="DIR", help="where raw runs live (default data/raw)")
+    r.add_argument("--data", type=Path, metavar="DIR", help="where new runs go (default runs/)")
     r.add_argument("--work", type=Path, metavar="DIR", help="scratch space for server data "
                                                             "directories (default work/)")
     r.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -55,7 +56,7 @@ def _parser() -> argparse.ArgumentParser:
                     help="on a host that cannot (not Debian/Ubuntu, no network), say why and exit 0")
 
     ls = sub.add_parser("runs", help="list stored runs")
-    ls.add_argument("--data", type=Path, metavar="DIR", help="where raw runs live (default data/raw)")
+    ls.add_argument("--data", type=Path, metavar="DIR", help=READ_HELP)
 
     a = sub.add_parser("analyze", help="effects, intervals and verdicts for stored runs",
                        description="Analyse stored runs (no server needed) and print one line per "
@@ -63,7 +64,7 @@ def _parser() -> argparse.ArgumentParser:
                                    "level, with their between-run spread; --table writes the tidy "
                                    "table as CSV.")
     a.add_argument("run_ids", nargs="+", metavar="RUN_ID")
-    a.add_argument("--data", type=Path, metavar="DIR", help="where raw runs live (default data/raw)")
+    a.add_argument("--data", type=Path, metavar="DIR", help=READ_HELP)
     a.add_argument("--table", type=Path, metavar="CSV", help="write the full table here")
     a.add_argument("--exclude-contention", action="store_true",
                    help="leave out measurements flagged as taken under contention")
@@ -82,7 +83,7 @@ def _parser() -> argparse.ArgumentParser:
     rep.add_argument("--only", nargs="+", metavar="EXPERIMENT", help="only these experiments")
     rep.add_argument("--show-code", action="store_true", help="include the code cells in the HTML")
     rep.add_argument("--out", type=Path, metavar="DIR", help="output directory (default reports/)")
-    rep.add_argument("--data", type=Path, metavar="DIR", help="where raw runs live (default data/raw)")
+    rep.add_argument("--data", type=Path, metavar="DIR", help=READ_HELP)
     rep.add_argument("--figures", type=Path, metavar="DIR", help="where figures go (default figures/)")
 
     d = sub.add_parser("diff", help="effective server variables of two configurations, side by side",
@@ -107,7 +108,7 @@ def _parser() -> argparse.ArgumentParser:
                                     "repeated; prints each option's share of the gap with its interval.")
     ab.add_argument("ablation", help="ablation name in params/ablation/ or a path")
     ab.add_argument("--profile", default="quick", choices=params_mod.PROFILES, help="smoke | quick | full")
-    ab.add_argument("--data", type=Path, metavar="DIR", help="where raw runs live (default data/raw)")
+    ab.add_argument("--data", type=Path, metavar="DIR", help="where new runs go (default runs/)")
     ab.add_argument("--work", type=Path, metavar="DIR", help="scratch space (default work/)")
     ab.add_argument("--table", type=Path, metavar="CSV", help="write the attribution table here")
     ab.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -130,9 +131,21 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _find_params(name: str) -> Path:
+    """A params file by name or path; an unknown name lists the experiments there are."""
+    try:
+        return params_mod.find(name)
+    except ClaimlabError:
+        known = sorted(p.stem for p in Path("params").glob("*.yaml"))
+        if Path(name).suffix in (".yaml", ".yml") or not known:
+            raise
+        raise ClaimlabError(f"no experiment {name!r} (params/{name}.yaml); experiments: "
+                            f"{', '.join(known)}") from None
+
+
 def _params_paths(names: list[str]) -> list[Path]:
     if names:
-        return [params_mod.find(n) for n in names]
+        return [_find_params(n) for n in names]
     root = Path("params")
     paths = sorted(root.glob("*.yaml"))
     if not paths:
@@ -142,19 +155,37 @@ def _params_paths(names: list[str]) -> list[Path]:
 
 def cmd_run(args) -> int:
     from . import runner, stats
-    exp = params_mod.load(params_mod.find(args.params), args.profile)
+    exp = params_mod.load(_find_params(args.params), args.profile)
     if args.target:
         exp = params_mod.with_default_target(exp, args.target, "--target")
-    outcome = runner.run(exp, data_root=args.data, work_root=args.work, resume=args.resume,
-                         progress=not args.no_progress and sys.stderr.isatty(),
-                         should_stop=stats.stopping_for(exp),
-                         log=lambda line: print(line, file=sys.stderr))
+    try:
+        outcome = runner.run(exp, data_root=args.data, work_root=args.work, resume=args.resume,
+                             progress=not args.no_progress and sys.stderr.isatty(),
+                             should_stop=stats.stopping_for(exp),
+                             log=lambda line: print(line, file=sys.stderr))
+    except runner.Interrupted as exc:
+        run_id = getattr(exc, "run_id", "")
+        if not run_id:
+            raise
+        again = " ".join(["claimlab run", args.params, "--profile", args.profile,
+                          *(["--target", args.target] if args.target else []),
+                          *(["--data", str(args.data)] if args.data else []), "--resume", run_id])
+        print(f"claimlab: {exc}; run {run_id} keeps what was measured. Resume with: {again}", file=sys.stderr)
+        return EXIT_INTERRUPTED
     for reason in outcome.skipped.values():
         print(f"not run: {reason}")
-    print(f"run {outcome.run_id}: {outcome.status}, {outcome.measurements} measurements stored in "
-          f"{outcome.path}")
+    total = _stored_measurements(outcome.path)
+    session = f" ({outcome.measurements} in this session)" if total != outcome.measurements else ""
+    print(f"run {outcome.run_id}: {outcome.status}, {total} measurements stored{session} in {outcome.path}")
     print(f"next: claimlab analyze {outcome.run_id}")
     return 0
+
+
+def _stored_measurements(path: Path) -> int:
+    """Every measurement the run holds (a resumed run's earlier sessions included)."""
+    from .store import read_results
+    results = read_results(path, accept_modified=True)
+    return results.groupby(["condition", "workload", "repetition", "iteration"]).ngroups if len(results) else 0
 
 
 def _claim_for(claim_id: str):
@@ -236,13 +267,17 @@ def cmd_setup_mysql(args) -> int:
 
 
 def cmd_runs(args) -> int:
-    from .store import list_runs, raw_root
-    runs = list_runs(args.data or raw_root())
+    from .store import list_runs
+    runs = list_runs(args.data)
     if not runs:
         print("no stored runs; start one with `claimlab run binlog_default --profile smoke`")
-    for r in runs:
-        print(f"{r['run_id']}  {r['experiment']:<18} {r['claim'] or '':<4} {r['profile']:<6} "
-              f"{r['status']:<12} {r['path']}")
+    rows = [(r["run_id"], r["experiment"], r["claim"] or "", r["profile"], r["status"], str(r["path"]))
+            for r in runs]
+    if rows:
+        header = ("RUN", "EXPERIMENT", "CLAIM", "PROFILE", "STATUS", "PATH")
+        widths = [max(len(x) for x in column) for column in zip(header, *rows)]
+        for row in (header, *rows):
+            print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
     return 0
 
 
@@ -250,47 +285,54 @@ def cmd_analyze(args) -> int:
     import pandas as pd
 
     from . import stats
-    from .stopping import StopRule
-    from .store import find_run, raw_root, read_manifest, read_results
-    by_claim: dict[str, list] = {}
-    for run_id in args.run_ids:
-        path = find_run(run_id, args.data or raw_root())
-        df = read_results(path, accept_modified=args.accept_modified)
-        state = df.attrs.get("run_state", {})
-        if not state.get("verified", True) or state.get("status") != "complete":
-            print(f"note: run {run_id} is {state.get('note')}")
-        by_claim.setdefault(str(df["claim"].iloc[0]) if len(df) else "", []).append(
-            (df, StopRule.of_manifest(read_manifest(path))))
-    tables = []
-    for claim_id, runs in by_claim.items():
-        claim = _claim_for(claim_id)
-        rules = {rule for _, rule in runs}
-        if len(rules) > 1:
-            raise ClaimlabError(f"{claim_id}: the runs were designed with different stopping rules; "
-                                "analyse them separately")
-        results = pd.concat([df for df, _ in runs], ignore_index=True)
-        table = stats.analyze(results, claim, include_contention=not args.exclude_contention,
-                              normal_only=args.normal_only, stop_rule=rules.pop())
-        print(stats.summary_line(table, claim))
-        if len(runs) > 1:
-            for row in stats.run_spread(results, claim).itertuples(index=False):
+    from .report import analyze_runs
+    analyses = analyze_runs(args.run_ids, args.data, accept_modified=args.accept_modified,
+                            include_contention=not args.exclude_contention, normal_only=args.normal_only)
+    for a in analyses:
+        for note in a.notes:
+            print(f"note: {note}")
+        print(stats.summary_line(a.table, a.claim))
+        if len(a.run_id.split()) > 1:
+            for row in stats.run_spread(a.results, a.claim).itertuples(index=False):
                 print(f"  {row.comparison} [{row.target}] runs {row.run_estimates}; between-run sd "
                       f"{row.between_run_sd:.3g}, within-run sd {row.within_run_sd:.3g}, "
                       f"p(runs differ) {row.p_runs_differ:.3g}")
-        tables.append(table.assign(run_ids=" ".join(sorted(results["run_id"].astype(str).unique()))))
+        if args.exclude_contention:
+            for line in _contention_lines(a.results, a.table):
+                print(f"  {line}")
     if args.table:
-        pd.concat(tables).to_csv(args.table, index=False)
+        pd.concat([a.table for a in analyses]).to_csv(args.table, index=False)
         print(f"table written to {args.table}")
     return 0
 
 
+def _contention_lines(results, table) -> list[str]:
+    """What --exclude-contention left out, and why a comparison then had nothing to compare."""
+    keys = ["condition", "workload", "repetition", "iteration"]
+    busy = results[results["contention"].astype(bool)]
+    lines = [f"--exclude-contention left out {busy.groupby(keys).ngroups if len(busy) else 0} of "
+             f"{results.groupby(keys).ngroups if len(results) else 0} measurements ({len(busy)} of "
+             f"{len(results)} rows): taken while the machine was busy with other work (contention flag)"]
+    for row in table[table["verdict"] == "not_tested"].itertuples(index=False):
+        why = str(row.verdict_note).split(";")[0] or "no measurements left on one side"
+        lines.append(f"{row.comparison}: not tested because {why}")
+    return lines
+
+
 def cmd_report(args) -> int:
+    import time
+
     from . import report
+    started = time.time()
     index = report.build(profile=args.profile, run_ids=args.from_data, out_dir=args.out,
                          show_code=args.show_code, data_dir=args.data, experiments=args.only,
                          figures_dir=args.figures,
                          log=lambda msg: print(f"report: {msg}", file=sys.stderr))
     print(f"reports written; open {index}")
+    rows = report.verdict_rows(index.parent, since=started)
+    if rows:
+        from .narrative import verdict_lines
+        print("\n".join(verdict_lines(rows)))
     return 0
 
 
@@ -447,8 +489,9 @@ def main(argv: list[str] | None = None) -> int:
         message = " | ".join(line.strip() for line in str(exc).splitlines() if line.strip())
         print(f"claimlab: error: {message}", file=sys.stderr)
         if isinstance(exc, Interrupted):
-            print("claimlab: resume with `claimlab run ... --resume RUN_ID` (see `claimlab runs`)",
-                  file=sys.stderr)
+            run_id = getattr(exc, "run_id", "") or "RUN_ID"
+            print(f"claimlab: run {run_id} keeps what was measured; resume with `claimlab run ... "
+                  f"--resume {run_id}` (see `claimlab runs`)", file=sys.stderr)
             return EXIT_INTERRUPTED
         return EXIT_ERROR
 

@@ -60,7 +60,8 @@ _RATIO_TICKS = (0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 3.0, 5.0, 10.0)
 def effects(table: pd.DataFrame, title: str = "") -> plt.Figure:
     """Forest plot: each comparison's ratio with its interval, and the published ratio beside it."""
     rows = table.reset_index(drop=True)
-    labels = [f"{r.claim} {r.comparison}" + (f" [{r.target}]" if isinstance(r.target, str) else "")
+    labels = [f"{r.claim} {str(r.comparison).replace('_vs_', ' vs ').replace('_', ' ')}"
+              + (f" [{r.target}]" if isinstance(r.target, str) else "")
               for r in rows.itertuples()]
     fig, ax = plt.subplots(figsize=(8, 0.55 * len(rows) + 1.6))
     for y, r in enumerate(rows.itertuples()):
@@ -83,11 +84,12 @@ def effects(table: pd.DataFrame, title: str = "") -> plt.Figure:
     ax.xaxis.set_major_formatter(ticker.FormatStrFormatter("%g"))
     ax.xaxis.set_minor_formatter(ticker.NullFormatter())
     ax.set_xlabel("ratio treatment / baseline (log scale; 1 = no effect)")
-    ax.set_title(title or "Effects with 95% intervals, and the published values")
     handles, names = ax.get_legend_handles_labels()
-    if handles:   # below the axes, where it cannot hide a marker
-        fig.legend(handles, names, loc="lower center", ncol=len(handles), fontsize=8, frameon=False)
-    fig.tight_layout(rect=(0, 0.06 if handles else 0, 1, 1))
+    if handles:   # right above the axes, under the title: next to the markers, hiding none of them
+        ax.legend(handles, names, loc="lower left", bbox_to_anchor=(0, 1.0), ncol=len(handles), fontsize=10,
+                  frameon=False, borderaxespad=0.2, handletextpad=0.3, columnspacing=1.5)
+    ax.set_title(title or "Effects with 95% intervals, and the published values", pad=28 if handles else 6)
+    fig.tight_layout()
     return fig
 
 
@@ -147,5 +149,31 @@ def costs(table: pd.DataFrame, metrics: list[str] | None = None) -> plt.Figure:
     for ax in list(axes.flat)[len(panels):]:
         ax.set_visible(False)
     fig.suptitle("What each operation cost (mean of repetitions, 95% interval)", y=1.01, fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def waterfall(table: pd.DataFrame, metric: str = "elapsed_s", title: str = "") -> plt.Figure:
+    """An ablation (ablation.attribute's table), slow to fast in the cumulative order: each bar is
+    one switch's change of the metric (relative to slow), labelled with its share of the gap and
+    its interval."""
+    steps = table[table["kind"] == "cumulative"].reset_index(drop=True)
+    slow_mean = float(table.loc[table["kind"] == "total", "mean"].iloc[0]) / float(
+        table.loc[table["kind"] == "total", "ratio"].iloc[0])
+    fig, ax = plt.subplots(figsize=(max(5, 1.3 * (len(steps) + 2)), 4))
+    level = 1.0
+    ax.bar(0, 1.0, color="#b2182b", width=0.6)
+    for i, r in enumerate(steps.itertuples(index=False), start=1):
+        new = r.mean / slow_mean
+        ax.bar(i, new - level, bottom=level, width=0.6, color="#1b7837" if new < level else "#d6604d")
+        ax.annotate(f"{r.share:.0%}\n[{r.share_lo:.0%}, {r.share_hi:.0%}]", (i, max(new, level)),
+                    ha="center", va="bottom", fontsize=8)
+        level = new
+    ax.bar(len(steps) + 1, level, color="#2166ac", width=0.6)
+    ax.set_xticks(range(len(steps) + 2), ["slow", *[f"+{o}" for o in steps["option"]], "fast"],
+                  rotation=20, ha="right")
+    ax.set_ylabel(f"{metric} relative to slow")
+    ax.set_ylim(0, max(1.25, ax.get_ylim()[1]))
+    ax.set_title(title or "Cumulative ablation: share of the gap [95% interval]")
     fig.tight_layout()
     return fig

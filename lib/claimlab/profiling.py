@@ -23,18 +23,17 @@ import re
 import shutil
 import signal
 import subprocess
-import tempfile
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Iterator
 
-import matplotlib.pyplot as plt
 import pandas as pd
 
 from . import workloads as wl
 from .errors import ClaimlabError, TargetUnavailable
 from .servers import Launcher, ServerOptions, TargetSpec, mariadb_binary
+from .symbols import SymbolTable
 
 UNKNOWN = "[unknown]"
 FREQUENCY_HZ = 999
@@ -115,6 +114,11 @@ class Profile:
         table.insert(0, "condition", self.condition)
         return table.sort_values("samples", ascending=False).head(n).reset_index(drop=True)
 
+    @property
+    def named_share(self) -> float:
+        """Share of samples whose innermost frame has a name."""
+        return sum(c for s, c in self.stacks.items() if s.rsplit(";", 1)[-1] != UNKNOWN) / self.samples
+
     def share_of(self, pattern: str) -> float:
         """Share of samples with a frame matching the regular expression anywhere on the stack."""
         rx = re.compile(pattern)
@@ -156,19 +160,37 @@ def perf_sampling(pid: int, out: Path, frequency: int = FREQUENCY_HZ) -> Iterato
         raise ProfilingError(f"perf record wrote nothing (exit {proc.returncode}): {_last_line(err)}")
 
 
-def fold(perf_data: Path) -> dict[str, int]:
-    """Folded stacks from a perf.data file, by perf's bundled stackcollapse script."""
+def fold(perf_data: Path, names: SymbolTable | None = None) -> dict[str, int]:
+    """Folded stacks (root first) from a perf.data file. Frames perf leaves `[unknown]` inside
+    the binary `names` was read from are named by it (see claimlab.symbols)."""
     perf = tool("perf", "`apt-get install linux-perf`")
-    result = subprocess.run([perf, "script", "report", "stackcollapse", "-i", str(perf_data)],
+    result = subprocess.run([perf, "script", "-F", "comm,ip,sym,dso", "-i", str(perf_data)],
                             capture_output=True, text=True, stdin=subprocess.DEVNULL)
     if result.returncode != 0:
         raise ProfilingError(f"perf script failed on {perf_data}: {_last_line(result.stderr)}")
     stacks: dict[str, int] = {}
-    for line in result.stdout.splitlines():
-        stack, _, count = line.rpartition(" ")
-        if stack and count.isdigit():
-            stacks[stack] = stacks.get(stack, 0) + int(count)
+    for block in result.stdout.split("\n\n"):
+        lines = [ln.strip() for ln in block.strip().splitlines() if ln.strip()]
+        if not lines:
+            continue
+        frames = [_frame(ln, names) for ln in lines[1:]]
+        stack = ";".join([lines[0].split()[0], *reversed(frames)])
+        stacks[stack] = stacks.get(stack, 0) + 1
     return stacks
+
+
+_PERF_FRAME = re.compile(r"^([0-9a-f]+)\s+(.*?)\s+\((.*)\)$")
+
+
+def _frame(line: str, names: SymbolTable | None) -> str:
+    match = _PERF_FRAME.match(line)
+    if not match:
+        return UNKNOWN
+    address, symbol, dso = match.groups()
+    symbol = re.sub(r"\+0x[0-9a-f]+$", "", symbol)
+    if symbol == UNKNOWN and names is not None and Path(dso).name == Path(names.binary).name:
+        return names.name(int(address, 16)) or UNKNOWN
+    return symbol
 
 
 def _last_line(text) -> str:
@@ -180,9 +202,11 @@ def _last_line(text) -> str:
 
 def profile_condition(launcher: Launcher, target: TargetSpec, options: ServerOptions, workload: wl.Workload,
                       condition: str, out_dir: Path, *, iterations: int = 3, warmup: int = 1,
-                      seed: int = 1) -> Profile:
+                      seed: int = 1, seconds: float = 0.0, names: SymbolTable | None = None) -> Profile:
     """Start the condition's server, load and warm up untimed, then sample only the measured
-    iterations. The server is always stopped; perf.data is kept in out_dir."""
+    iterations, repeated until at least `seconds` have passed (a small table scans in
+    milliseconds: at 999 Hz a few iterations give a dozen samples). The server is always
+    stopped; perf.data is kept in out_dir. Frames are named with `names` (claimlab.symbols)."""
     server = launcher.prepare(target, options)
     try:
         server.start()
@@ -191,12 +215,14 @@ def profile_condition(launcher: Launcher, target: TargetSpec, options: ServerOpt
             for _ in range(warmup):
                 measure()
             with perf_sampling(server.pid, out_dir / f"{condition}.perf.data") as data:
-                for _ in range(iterations):
+                started, done = time.monotonic(), 0
+                while done < iterations or time.monotonic() - started < seconds:
                     measure()
+                    done += 1
         binary = str(server.binary)
     finally:
         server.stop()
-    profile = Profile(condition, fold(data), binary)
+    profile = Profile(condition, fold(data, names), binary)
     (out_dir / f"{condition}.folded").write_text(profile.folded())
     return profile
 
@@ -204,7 +230,8 @@ def profile_condition(launcher: Launcher, target: TargetSpec, options: ServerOpt
 def flamegraph(profile: Profile, path: Path, title: str = "") -> Path:
     """An interactive SVG flame graph of one condition (inferno-flamegraph)."""
     binary = tool("inferno-flamegraph", "`cargo install inferno`")
-    return _render([binary, "--title", title or f"{profile.condition}: {profile.samples} samples (cpu-clock)"],
+    return _render([binary, "--width", "1100", "--title",
+                    title or f"{profile.condition}: {profile.samples} samples (cpu-clock)"],
                    profile.folded(), path)
 
 
@@ -234,20 +261,6 @@ def _render(cmd: list[str], folded: str, path: Path) -> Path:
     return path
 
 
-def top_functions_figure(profiles: list[Profile], n: int = 12) -> plt.Figure:
-    """Self share of samples of the top functions, one bar group per condition."""
-    table = pd.concat([p.top_functions(n) for p in profiles])
-    pivot = table.pivot_table(index="function", columns="condition", values="self_share", fill_value=0)
-    pivot = pivot.loc[pivot.max(axis=1).sort_values().index]
-    fig, ax = plt.subplots(figsize=(8, 0.35 * len(pivot) + 1.5))
-    pivot.plot.barh(ax=ax)
-    ax.set_xlabel("share of samples in the function itself")
-    ax.set_ylabel("")
-    ax.xaxis.set_major_formatter(plt.FuncFormatter(lambda v, _: f"{v:.0%}"))
-    fig.tight_layout()
-    return fig
-
-
 # --------------------------------------------------------------------------- instruction counts
 
 
@@ -263,6 +276,11 @@ class Statement:
     def __post_init__(self):
         if not self.sql.strip() or self.rows < 1:
             raise ValueError("a statement needs SQL and rows >= 1")
+
+
+def countable(workload: wl.Workload) -> bool:
+    """Whether callgrind can count the workload: one server-bound statement (not sysbench)."""
+    return isinstance(workload, (wl.ProcInsertLoop, wl.VarcharScan, wl.Join))
 
 
 def statement_for(workload: wl.Workload) -> Statement:
@@ -468,32 +486,3 @@ def conditions_of(name_or_path: str, profile: str = "smoke", root: Path | None =
         name = re.sub(r"[^A-Za-z0-9_.\-]", "_", cond.id)
         out.append(ProfiledCondition(name, exp.targets[cond.target], cond.server, workload))
     return out
-
-
-# --------------------------------------------------------------------------- evidence for the claim notebooks
-
-def evidence(name: str, out_dir: Path, pattern: str, *, levels: tuple[str, ...] | None = None,
-             callgrind: bool = True, profile: str = "smoke") -> tuple[pd.DataFrame, list[Profile]]:
-    """The mechanism beside the timings: per condition, the share of perf samples in frames
-    matching `pattern` and (with `callgrind`) instructions per row of the measured statement.
-
-    Sized by the `smoke` profile whatever the timing run used: shares and instructions per row
-    do not need large tables, and callgrind runs the server ~50x slower. `levels` keeps only the
-    conditions whose id contains one of these strings."""
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    chosen = [c for c in conditions_of(name, profile)
-              if levels is None or any(level in c.name for level in levels)]
-    rows, profiles = [], []
-    with tempfile.TemporaryDirectory(prefix="claimlab-evidence-") as work:
-        launcher = Launcher(Path(work))
-        for cond in chosen:
-            prof = profile_condition(launcher, cond.target, cond.options, cond.workload, cond.name, out_dir)
-            profiles.append(prof)
-            row = {"condition": cond.name, "samples": prof.samples, "share_matching": prof.share_of(pattern)}
-            if callgrind:
-                counts = count_instructions(launcher, cond.target, cond.options, cond.workload, cond.name,
-                                            out_dir / "callgrind")
-                row |= {"instructions_per_row": counts.per_row, "callgrind_spread": counts.relative_spread}
-            rows.append(row)
-    return pd.DataFrame(rows).assign(pattern=pattern), profiles

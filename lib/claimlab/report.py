@@ -18,122 +18,61 @@ from typing import Iterable
 
 import pandas as pd
 
+from . import narrative
 from . import params as params_mod
 from .claims import Claim
 from .errors import ClaimlabError
-from .store import project_root, raw_root, read_jsonl, read_manifest, read_variables
+from .store import project_root, read_manifest
 
-NOTEBOOKS = {  # experiment -> claim notebook
-    "charset_mismatch": "01_charset_mismatch.ipynb",
-    "collation_cost": "02_collation_cost.ipynb",
-    "insert_57_vs_80": "03_insert_57_vs_80.ipynb",
-    "binlog_default": "04_binlog_default.ipynb",
+CLAIM_NOTEBOOK = "claim.ipynb"   # one notebook, parameterized by experiment; outputs named per claim
+NOTEBOOKS = {  # experiment -> report name (the HTML file is NAME.html)
+    "charset_mismatch": "C1_charset_mismatch",
+    "collation_cost": "C2_collation_cost",
+    "insert_57_vs_80": "C3_insert_57_vs_80",
+    "binlog_default": "C4_binlog_default",
 }
 SUMMARY = "00_summary.ipynb"
 INVESTIGATIONS = {"why_slower": "05_why_slower.ipynb"}   # not claims: linked from the index
 PUBLISHED_RUNS = "published_runs.json"   # data/: the shipped runs the summary reads by default
-SETTINGS_SHOWN = ("version", "log_bin", "sync_binlog", "innodb_flush_log_at_trx_commit",
-                  "binlog_format", "character_set_server", "collation_server",
-                  "innodb_buffer_pool_size", "innodb_doublewrite", "performance_schema")
 
 
-# -- narrative helpers used by the notebooks -------------------------------------------------
-
-def claim_markdown(claim: Claim) -> str:
-    figures = "\n".join(f"- {f.what}: **{_value(f.value)}** {f.unit}" + (f" ({f.note})" if f.note else "")
-                        for f in claim.published)
-    return (f"## {claim.id}: {claim.title}\n\n**Source:** {', '.join(claim.sources)} "
-            f"(measured on {claim.source_target}).\n\n**Setup in the source:** {claim.setup}\n\n"
-            f"**Published figures:**\n\n{figures}\n\n{claim.notes}")
-
-
-def _value(value) -> str:
-    return f"{value[0]:g}–{value[1]:g}" if isinstance(value, tuple) else f"{value:g}"
-
-
-def method_markdown(run_dir: Path) -> str:
-    m = read_manifest(run_dir)
-    d = m["design"]
-    host = m["provenance"]["host"]
-    factors = ", ".join(f"`{c['id']}`" for c in m["conditions"])
-    skipped = "".join(f"\n- **Not run:** {reason}" for reason in m.get("skipped_targets", {}).values())
-    blocks = max(p["block"] for p in m["plan"]) + 1 if m["plan"] else 0
-    packages = ", ".join(f"{k} {v}" for k, v in sorted(m["provenance"]["packages"].items()) if v)
-    return (
-        f"**Run** `{m['run_id']}` ({m['profile']} profile, {m['status']}), started {m['created_at']}.\n\n"
-        f"- Conditions: {factors}\n"
-        f"- Design: {d['repetitions']} repetitions per condition, each a freshly started server "
-        f"process; {d['warmup']} unrecorded warm-up and {d['iterations']} measured iterations per "
-        f"repetition; conditions in randomized complete blocks (up to {blocks} blocks, seed "
-        f"{m['seed']}), never all-A-then-all-B.\n"
-        f"- Host: {host['cpu_model']}, {host['cpu_count']} CPUs, {host['memory_gib']} GiB, kernel "
-        f"{host['kernel']}, load average at start {host['loadavg']}.\n"
-        f"- Code: commit `{(m['provenance']['git'] or {}).get('commit')}`"
-        f"{' (uncommitted changes)' if (m['provenance']['git'] or {}).get('dirty') else ''}; "
-        f"mysql-connector-python {m['provenance']['packages'].get('mysql-connector-python')} "
-        f"({m['provenance']['connector_implementation']}); {m['provenance'].get('sysbench')}.\n"
-        f"- Packages: {packages}; Python {host.get('python')}; {host.get('os')}.\n"
-        f"- Built from run `{m['run_id']}`, results.csv sha256 "
-        f"`{m.get('checksums', {}).get('results.csv', 'not yet: run incomplete')}`."
-        f"{skipped}")
-
-
-def settings_table(run_dir: Path) -> pd.DataFrame:
-    """The settings each condition's servers reported after start (not what was asked for)."""
-    rows = {}
-    for record in read_jsonl(run_dir / "servers.jsonl"):
-        if record["condition"] in rows:
-            continue
-        variables = read_variables(run_dir, record["variables"])
-        rows[record["condition"]] = {"target": record["target"], "version": record["version"],
-                                     **{k: variables.get(k) for k in SETTINGS_SHOWN[1:]},
-                                     "log_bin": "ON" if record["log_bin"] else "OFF"}
-    return pd.DataFrame.from_dict(rows, orient="index").sort_index()
-
-
-def effects_view(table: pd.DataFrame) -> pd.DataFrame:
-    cols = ["comparison", "target", "n_runs", "n_blocks", "pairing", "estimate", "ci_low", "ci_high",
-            "confidence", "published_ratio", "p_family", "flagged_share", "verdict_label"]
-    return table[[c for c in cols if c in table.columns]]
-
-
-def verdict_markdown(table: pd.DataFrame, claim: Claim, run_dir: Path) -> str:
-    m = read_manifest(run_dir)
-    lines = [f"### Verdict for {claim.id} (profile `{m['profile']}`)\n"]
-    for r in table.itertuples(index=False):
-        if r.verdict == "not_tested":
-            lines.append(f"- **{r.comparison}**: not tested. {r.verdict_note}")
-            continue
-        published = "" if pd.isna(r.published_ratio) else f"; published {r.published_ratio:g}"
-        inside = ""
-        if pd.notna(r.published_ratio) and pd.notna(r.published_in_ci):
-            inside = " (inside the interval)" if bool(r.published_in_ci) else " (outside the interval)"
-        lines.append(f"- **{r.comparison}** ({r.workload} {r.metric}): ratio {r.estimate:.3f} "
-                     f"[{r.ci_low:.3f}, {r.ci_high:.3f}]{published}{inside}: "
-                     f"**{r.verdict_label}**. {r.verdict_note}")
-    if m["profile"] != "full":
-        lines.append(f"\n*This is the `{m['profile']}` profile: fewer and shorter runs than the "
-                     "`full` profile, and far fewer than a publication would need.*")
-    return "\n".join(lines)
-
-
-def write_summary(path: str | os.PathLike | None, run_dir: Path, table: pd.DataFrame, claim: Claim) -> None:
-    """The side file the index is built from (scrapbook is unmaintained: plain JSON instead)."""
+def write_summary(path: str | os.PathLike | None, run_dirs: list[Path], table: pd.DataFrame, claim: Claim) -> None:
+    """The side file the index is built from (scrapbook is unmaintained: plain JSON instead);
+    `table` has the verdict-table columns of narrative.CARD_COLUMNS."""
     if not path:
         return
-    m = read_manifest(run_dir)
-    payload = {"claim": claim.id, "title": claim.title, "run_id": m["run_id"], "profile": m["profile"],
-               "experiment": m["experiment"], "created_at": m["created_at"],
-               "host": m["provenance"]["host"], "git": m["provenance"]["git"],
-               "checksums": m.get("checksums", {}),
+    manifests = [read_manifest(run_dir) for run_dir in run_dirs]
+    m = manifests[0]
+    payload = {"claim": claim.id, "title": claim.title, "run_ids": [x["run_id"] for x in manifests],
+               "profile": m["profile"], "experiment": m["experiment"],
+               "runs": [{"run_id": x["run_id"], "target": x.get("default_target"), "profile": x["profile"],
+                         "created_at": x["created_at"], "host": x["provenance"]["host"],
+                         "git": x["provenance"]["git"], "checksums": x.get("checksums", {})} for x in manifests],
                "rows": json.loads(table.to_json(orient="records"))}
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     Path(path).write_text(json.dumps(payload, indent=1, default=str))
 
 
-def published_runs(root: Path | None = None) -> dict[str, str]:
+def verdict_rows(out_dir: Path, since: float = 0.0) -> list[dict]:
+    """The verdict rows of the claim reports written to `out_dir` since `since` (a time.time()),
+    in the index's order: what `claimlab report` prints when it is done."""
+    rows = []
+    for experiment in NOTEBOOKS:
+        path = Path(out_dir) / f"{experiment}.summary.json"
+        if path.exists() and path.stat().st_mtime >= since:
+            rows += json.loads(path.read_text())["rows"]
+    return rows
+
+
+def published_runs(root: Path | None = None) -> dict[str, list[str]]:
+    """The shipped runs by experiment: one per server (and session) listed in data/published_runs.json."""
     path = (root or project_root()) / "data" / PUBLISHED_RUNS
-    return json.loads(path.read_text()) if path.exists() else {}
+    listed = json.loads(path.read_text()) if path.exists() else {}
+    return {name: [ids] if isinstance(ids, str) else list(ids) for name, ids in listed.items()}
+
+
+def shipped_run_ids(root: Path | None = None) -> list[str]:
+    return [run_id for ids in published_runs(root).values() for run_id in ids]
 
 
 # -- building the reports --------------------------------------------------------------------
@@ -176,11 +115,11 @@ def scrub(paths: Iterable[Path], secrets: list[str]) -> list[Path]:
     return touched
 
 
-def execute(notebook: str, out_dir: Path, parameters: dict, root: Path) -> Path:
+def execute(notebook: str, out_dir: Path, parameters: dict, root: Path, name: str | None = None) -> Path:
     import papermill as pm
     from jupyter_client.manager import KernelManager
     out_dir.mkdir(parents=True, exist_ok=True)
-    output = out_dir / notebook
+    output = out_dir / f"{name or Path(notebook).stem}.ipynb"
     source = root / "notebooks" / notebook
     declared = pm.inspect_notebook(str(source))
     parameters = {k: v for k, v in parameters.items() if k in declared}   # e.g. cpu_evidence: C2, C4 only
@@ -216,43 +155,49 @@ def render_html(notebook: Path, show_code: bool = False) -> Path:
 
 def build(*, profile: str = "quick", run_ids: list[str] | None = None, out_dir: Path | None = None,
           show_code: bool = False, data_dir: Path | None = None, experiments: list[str] | None = None,
-          figures_dir: Path | None = None, log=print) -> Path:
-    """Run (or re-analyse) every claim notebook, then the summary, then the index."""
+          figures_dir: Path | None = None, targets: Iterable[str] = ("mariadb", "mysql"), log=print) -> Path:
+    """Run (or re-analyse) every claim notebook, on every target that can run here, then the
+    summary, then the index."""
     root = project_root()
     out_dir = (out_dir or root / "reports").resolve()
-    data_dir = (data_dir or raw_root(root)).resolve()
+    data_dir = data_dir.resolve() if data_dir else None   # None: new runs in runs/, reads from runs/ and data/raw
     figures_dir = (figures_dir or root / "figures").resolve()
-    plan: dict[str, str | None] = {}
+    plan: dict[str, list[str] | None] = {}
     if run_ids:
         from .store import find_run
         for run_id in run_ids:
-            plan[read_manifest(find_run(run_id, data_dir))["experiment"]] = run_id
+            plan.setdefault(read_manifest(find_run(run_id, data_dir))["experiment"], []).append(run_id)
     else:
         plan = {name: None for name in (experiments or NOTEBOOKS)}
     built = []
-    for experiment, run_id in plan.items():
+    for experiment, ids in plan.items():
         if experiment not in NOTEBOOKS:
             raise ClaimlabError(f"no notebook for experiment {experiment!r}")
-        log(f"{experiment}: {'re-analysing ' + run_id if run_id else 'running the ' + profile + ' profile'}")
+        doing = f"re-analysing {' '.join(ids)}" if ids else f"running the {profile} profile on {', '.join(targets)}"
+        log(f"{experiment}: {doing}")
         summary_path = out_dir / f"{experiment}.summary.json"
-        nb = execute(NOTEBOOKS[experiment], out_dir, {
-            "profile": profile, "run_id": run_id, "data_dir": str(data_dir),
-            "figures_dir": str(figures_dir), "summary_json": str(summary_path),
-            "cpu_evidence": run_id is None}, root)   # re-rendering from data starts no server
+        nb = execute(CLAIM_NOTEBOOK, out_dir, {
+            "experiment": experiment, "profile": profile, "run_ids": ids, "targets": list(targets),
+            "data_dir": _text(data_dir), "figures_dir": str(figures_dir), "summary_json": str(summary_path),
+            "start_servers": ids is None,
+            "cpu_evidence": ids is None}, root, NOTEBOOKS[experiment])   # from data: no server
         built.append(Built(experiment, nb, render_html(nb, show_code), json.loads(summary_path.read_text())))
     log("summary")
     summary_nb = execute(SUMMARY, out_dir, {
-        "run_ids": [b.summary["run_id"] for b in built], "data_dir": str(data_dir),
+        "run_ids": [r for b in built for r in b.summary["run_ids"]], "data_dir": _text(data_dir),
         "figures_dir": str(figures_dir)}, root)
     summary_html = render_html(summary_nb, show_code)
     investigations = []
     if not run_ids and not experiments:
         for name, notebook in INVESTIGATIONS.items():
             log(f"{name}: running the {profile} profile")
-            nb = execute(notebook, out_dir, {"profile": profile, "data_dir": str(data_dir),
+            nb = execute(notebook, out_dir, {"profile": profile, "data_dir": _text(data_dir), "start_servers": True,
+                                             "cpu_evidence": True,
                                              "figures_dir": str(figures_dir),
                                              "profile_dir": str(figures_dir / name / "profiles")}, root)
             investigations.append(render_html(nb, show_code))
+    investigations += [p for p in (out_dir / f"{Path(n).stem}.html" for n in INVESTIGATIONS.values())
+                       if p.exists() and p not in investigations]   # an earlier full build's
     index = write_index(out_dir / "index.html", built, summary_html, investigations)
     leaked = scrub(out_dir.rglob("*"), secret_values(root))
     if leaked:
@@ -260,47 +205,209 @@ def build(*, profile: str = "quick", run_ids: list[str] | None = None, out_dir: 
     return index
 
 
+def _text(path: Path | None) -> str | None:
+    return str(path) if path else None
+
+
 def write_index(path: Path, built: list[Built], summary_html: Path, investigations: list[Path] = ()) -> Path:
-    rows = []
+    """The page a reader opens first: a verdict card per comparison and server, then the runs."""
+    from .claims import load_claims
+    claims = load_claims(project_root() / "data" / "claims.yaml")
+    sections, runs = [], []
     for b in built:
         s = b.summary
-        for r in s["rows"]:
-            ratio = ("—" if r.get("ci_low") is None else
-                     f"{r['estimate']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}]")
-            published = "—" if r.get("published_ratio") is None else f"{r['published_ratio']:g}"
-            rows.append(
-                f"<tr class='{html.escape(r['verdict'])}'><td><a href='{html.escape(b.html.name)}'>"
-                f"{html.escape(s['claim'])}</a></td><td>{html.escape(r['comparison'])}</td>"
-                f"<td>{html.escape(str(r.get('workload')))} {html.escape(str(r.get('metric')))}</td>"
-                f"<td>{ratio}</td><td>{published}</td><td><b>{html.escape(r['verdict_label'])}</b></td>"
-                f"<td>{html.escape(s['run_id'])} ({html.escape(s['profile'])})</td></tr>")
-    first = built[0].summary if built else {}
-    host = first.get("host", {})
-    commit = (first.get("git") or {}).get("commit")
-    generated = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-    extra = "".join(f' Investigation: <a href="{html.escape(p.name)}">{html.escape(p.stem)}</a>.'
+        table = pd.DataFrame(s["rows"])
+        family = narrative.claim_family(claims[s["claim"]]) if s["claim"] in claims else "mysql"
+        sections.append(f"<h2><a href='{html.escape(b.html.name)}'>{html.escape(s['claim'])}: "
+                        f"{html.escape(s['title'])}</a></h2>" + narrative.cards_html(table, family))
+        for r in s["runs"]:
+            host = r.get("host", {})
+            runs.append({"claim": s["claim"], "run": r["run_id"], "server": r.get("target") or "",
+                         "profile": r["profile"], "measured": r["created_at"][:16].replace("T", " "),
+                         "host": f"{host.get('cpu_model')}, {host.get('cpu_count')} CPUs",
+                         "commit": str((r.get("git") or {}).get("commit"))[:10]})
+    generated = dt.datetime.now(dt.timezone.utc).isoformat(timespec="minutes")
+    extra = "".join(f' <a href="{html.escape(p.name)}">Investigation: {html.escape(p.stem)}</a>.'
                     for p in investigations)
+    profiles = {r["profile"] for r in runs}
+    caution = ("" if profiles == {"full"} else
+               "<p class='note'>Some runs here use a short profile (" + ", ".join(sorted(profiles - {"full"})) +
+               "): verdicts can differ from the shipped full runs, which <code>claimlab report --from-data</code> "
+               "re-renders.</p>")
     page = f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>claimlab: verdicts</title>
-<style>
-body {{ font-family: system-ui, sans-serif; margin: 2em auto; max-width: 70em; color: #222; }}
-table {{ border-collapse: collapse; width: 100%; }}
-td, th {{ border-bottom: 1px solid #ddd; padding: .4em .6em; text-align: left; }}
-tr.supported b {{ color: #1b7837; }} tr.contradicted b {{ color: #b2182b; }} tr.inconclusive b {{ color: #666; }}
-tr.not_tested {{ color: #999; }}
-</style></head><body>
+<style>{narrative.CSS}</style></head><body>
 <h1>claimlab: published MySQL performance claims, re-tested</h1>
-<p>Each row compares a treatment with a baseline; the ratio is treatment / baseline of the metric
-with its 95% interval. <a href="{html.escape(summary_html.name)}">Summary with the forest plot</a>.
-{extra}</p>
-<table><thead><tr><th>claim</th><th>comparison</th><th>metric</th><th>measured ratio [95% CI]</th>
-<th>published</th><th>verdict</th><th>run (profile)</th></tr></thead><tbody>
-{''.join(rows)}
-</tbody></table>
-<p>Generated {generated}. Where: {html.escape(str(host.get('cpu_model')))}, {host.get('cpu_count')} CPUs,
-{host.get('memory_gib')} GiB, kernel {html.escape(str(host.get('kernel')))}. Code commit
-<code>{html.escape(str(commit))}</code>. Each claim's report lists its server versions and settings.</p>
+<p>Each card compares a treatment with a baseline: the ratio is treatment / baseline with its
+interval, beside what the source published. <a href="{html.escape(summary_html.name)}">Summary with the
+forest plot</a>.{extra}</p>{caution}
+{''.join(sections)}
+<h2>Runs</h2>
+{narrative.table_html(pd.DataFrame(runs))}
+<p class='small'>Rendered {generated} UTC. Each run was measured at the time and on the host shown
+above; each claim's report lists its server versions and settings.</p>
 </body></html>
 """
     path.write_text(page)
     return path
+
+
+# -- what the notebooks call ---------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Analysis:
+    """Stored runs of one claim analysed together (runs as the top level): their measurements,
+    the claim and the verdict table. `run_id` names them all, space-separated."""
+
+    run_id: str
+    path: Path               # the first run's directory (its manifest describes the design)
+    results: pd.DataFrame
+    claim: Claim
+    table: pd.DataFrame
+    notes: tuple[str, ...] = ()   # runs unfinished or unverified
+
+
+def analyze_runs(run_ids: Iterable[str], data_root: Path | None = None, *, accept_modified: bool = False,
+                 separately: bool = False, **options) -> list[Analysis]:
+    """Verdict tables by claim: the runs of one claim are analysed together, runs as the top level
+    (`separately`: one table per run), each with the claim's stopping rule. What `claimlab analyze`
+    prints and the summary notebook draws (`options` go to stats.analyze)."""
+    from . import stats
+    from .claims import load_claims
+    from .stopping import StopRule
+    from .store import find_run, read_results
+    claims = load_claims(project_root() / "data" / "claims.yaml")
+    groups: dict[str, list] = {}
+    for run_id in run_ids:
+        path = find_run(run_id, data_root)
+        results = read_results(path, accept_modified=accept_modified)
+        claim_id = str(results["claim"].iloc[0]) if len(results) else ""
+        if claim_id not in claims:
+            raise ClaimlabError(f"{path}: data/claims.yaml has no claim {claim_id!r}")
+        state = results.attrs.get("run_state", {})
+        note = "" if state.get("verified", True) and state.get("status", "complete") == "complete" else \
+            f"run {path.name} is {state.get('note')}"
+        key = path.name if separately else claim_id
+        groups.setdefault(key, []).append((path, results, StopRule.of_manifest(read_manifest(path)), note))
+    out = []
+    for runs in groups.values():
+        claim = claims[str(runs[0][1]["claim"].iloc[0])]
+        rules = {rule for *_, rule, _ in runs}
+        if len(rules) > 1:
+            raise ClaimlabError(f"{claim.id}: the runs were designed with different stopping rules; "
+                                "analyse them separately")
+        results = pd.concat([r for _, r, *_ in runs], ignore_index=True)
+        names = " ".join(path.name for path, *_ in runs)
+        table = stats.analyze(results, claim, stop_rule=rules.pop(), **options)
+        out.append(Analysis(names, runs[0][0], results, claim, table.assign(run_id=names),
+                            tuple(note for *_, note in runs if note)))
+    return out
+
+
+def runs_markdown(analyses: list[Analysis]) -> str:
+    """Which runs a summary shows, said from the runs themselves (shipped or not, profile, when)."""
+    from .store import find_run
+    shipped = set(shipped_run_ids())
+    lines, shown = [], set()
+    for a in analyses:
+        for run_id in a.run_id.split():
+            shown.add(run_id)
+            m = read_manifest(find_run(run_id))
+            origin = "shipped" if run_id in shipped else "a run of this build, not a shipped one"
+            when = str(m.get("created_at", ""))[:16].replace("T", " ")
+            lines.append(f"- **{a.claim.id}** `{run_id}` on {m.get('default_target') or 'its target'}: {origin}, "
+                         f"{m.get('profile')} profile, measured {when} UTC")
+    every = "the shipped runs (data/published_runs.json)" if shown <= shipped else \
+        "runs that are not all shipped ones: verdicts can differ from the shipped full runs"
+    return f"This summary reads {every}:\n\n" + "\n".join(lines)
+
+
+# -- what the claim notebook calls ---------------------------------------------------------------
+
+def resolve_runs(experiment: str, run_ids: list[str] | None, *, start_servers: bool, profile: str,
+                 data_root: Path | None, targets: Iterable[str] = ("mariadb", "mysql"),
+                 params_name: str | None = None, progress: bool = False, log=print) -> list[Path]:
+    """The runs a claim report reads: `run_ids` if given; else new runs, one per target that can
+    run here, when `start_servers` (servers start, for minutes); else the shipped runs of
+    data/published_runs.json (no server)."""
+    from dataclasses import replace
+
+    from . import runner, stats
+    from .servers import check_available
+    from .store import find_run
+    root = project_root()
+    if not run_ids and start_servers:
+        exp = params_mod.load(params_mod.find(params_name or experiment, root / "params"), profile)
+        run_ids = []
+        for target in targets:
+            if target not in exp.targets:
+                log(f"{experiment}: no target {target!r} in its params file; skipped")
+                continue
+            try:
+                check_available(exp.targets[target])
+            except ClaimlabError as exc:
+                log(f"{experiment}: target {target} not run: {exc}")
+                continue
+            one = replace(exp, design=replace(exp.design, target=target))
+            run_ids.append(runner.run(one, data_root=data_root, progress=progress,
+                                      should_stop=stats.stopping_for(one)).run_id)
+        if not run_ids:
+            raise ClaimlabError(f"{experiment}: none of the targets {', '.join(targets)} can run here")
+    elif not run_ids:
+        shipped = published_runs(root)
+        if experiment not in shipped:
+            raise ClaimlabError(f"data/{PUBLISHED_RUNS}: no shipped run for {experiment!r}; pass run_ids "
+                                "or start_servers=True")
+        run_ids = shipped[experiment]
+    paths = []
+    for run_id in run_ids:
+        try:
+            paths.append(find_run(run_id, data_root))
+        except ClaimlabError:
+            if data_root is None:
+                raise
+            paths.append(find_run(run_id))   # a shipped run, read while new runs go to data_root
+    return paths
+
+
+def scope_markdown(experiment: str) -> str:
+    """The claim report's question and what it does and does not test (templates/scope/)."""
+    path = Path(__file__).parent / "templates" / "scope" / f"{experiment}.md"
+    return path.read_text() if path.exists() else ""
+
+
+EVIDENCE_PATTERNS = {"collation_cost": r"strnncoll|collation|uca", "binlog_default": r"binlog|BIN_LOG|fsync|fdatasync",
+                     "charset_mismatch": r"ismbchar|charpos|Lex_input_stream|charset"}
+EVIDENCE_WORDS = {"collation_cost": "share in the comparison", "binlog_default": "share in binlog and fsync",
+                  "charset_mismatch": "share in charset code and lexer"}
+
+
+def top_functions(profiles, n: int = 8) -> pd.DataFrame:
+    """The functions with the largest own share of samples, one column per condition."""
+    table = pd.concat([p.top_functions(n) for p in profiles])
+    table = table[table["self_share"] > 0]
+    wide = table.pivot_table(index="function", columns="condition", values="self_share", fill_value=0.0)
+    wide = wide.loc[wide.max(axis=1).sort_values(ascending=False).index]
+    wide.columns = [str(c).split("_", 1)[-1] for c in wide.columns]
+    return (wide * 100).round(1).reset_index().rename(columns=lambda c: c if c == "function" else f"{c} (% of samples)")
+
+
+def flame_profiles(profiles, limit: int = 2):
+    """The profiles worth a flame graph: the first and the last condition (e.g. baseline and the
+    costliest treatment), so the page stays short."""
+    profiles = list(profiles)
+    return profiles if len(profiles) <= limit else [profiles[0], profiles[-1]]
+
+
+def diagnostics_markdown(diag) -> str:
+    """Only what a reader should act on: flagged drift or warm-up rows, outlier counts, contention."""
+    lines = [f"- Contention: {diag.contention}."]
+    for name, frame in (("drift", diag.drift), ("warm-up", diag.warmup)):
+        if len(frame) and "flagged" in frame.columns:
+            flagged = frame[frame["flagged"].astype(bool)]
+            lines.append(f"- {name.capitalize()}: {len(flagged)} of {len(frame)} condition(s) flagged"
+                         + (": " + ", ".join(sorted(map(str, flagged["condition"]))) if len(flagged) else "") + ".")
+    where = sorted({str(c) for c in diag.outliers["condition"]}) if len(diag.outliers) else []
+    lines.append(f"- Outliers (listed, not dropped): {len(diag.outliers)} measurement(s)"
+                 + (": " + ", ".join(where) if where else "") + ".")
+    return "\n".join(lines)

@@ -45,8 +45,8 @@ from .store import (
     load_manifest,
     now,
     project_root,
-    raw_root,
     run_state,
+    runs_root,
 )
 
 __all__ = ["run", "RunOutcome", "Interrupted", "verify_settings", "external_plan"]
@@ -130,7 +130,7 @@ def run(exp: Experiment, *, data_root: Path | None = None, work_root: Path | Non
     if exp.design.sequential is not None and should_stop is None:
         raise ValueError(f"{exp.name}: a sequential design needs its stopping callback "
                          "(claimlab.stats.stopping_for(exp))")
-    data_root = data_root or raw_root()
+    data_root = data_root or runs_root()
     conds = conditions(exp)
     skipped = available_targets(exp, conds)
     runnable = [c for c in conds if c.target not in skipped]
@@ -200,6 +200,8 @@ def run(exp: Experiment, *, data_root: Path | None = None, work_root: Path | Non
         if store is None or lock is None:
             raise          # refused before anything was touched
         outcome.status = "interrupted" if isinstance(exc, (Interrupted, KeyboardInterrupt)) else "failed"
+        if isinstance(exc, Interrupted):
+            exc.run_id = store.run_id   # the command line prints how to resume it
         _close_quietly(store, outcome.status, exc)
         raise
     finally:
@@ -469,7 +471,7 @@ class _Phases:
 
 
 def _cleanup_work(work: Path) -> None:
-    """Data directories are scratch: the measurements live in data/raw, not in them."""
+    """Data directories are scratch: the measurements live in the run directory, not in them."""
     shutil.rmtree(work, ignore_errors=True)
     try:
         work.parent.rmdir()

@@ -1,6 +1,7 @@
-"""Raw results: append-only, one directory per run, never overwritten.
+"""Raw results: append-only, one directory per run, never overwritten. New runs go to runs/
+(git-ignored); the shipped runs live in data/raw; readers look in both.
 
-    data/raw/<experiment>/<run-id>/
+    runs/<experiment>/<run-id>/  (or data/raw/<experiment>/<run-id>/)
         manifest.json     params as resolved, provenance, plan, status, checksums (format_version)
                           (RunManifest; results rows are MeasurementRecords, one row per Metric)
         results.csv       one row per metric of each completed measurement (tidy, long)
@@ -65,7 +66,18 @@ def project_root(start: Path | None = None) -> Path:
 
 
 def raw_root(root: Path | None = None) -> Path:
+    """The shipped runs (tracked by git; the reports' published runs)."""
     return (root or project_root()) / "data" / "raw"
+
+
+def runs_root(root: Path | None = None) -> Path:
+    """Where new runs go: runs/ of the checkout, ignored by git, so measuring leaves `git status`
+    clean. Readers look here first, then in the shipped data/raw (`run_roots`)."""
+    return (root or project_root()) / "runs"
+
+
+def run_roots(root: Path | None = None) -> tuple[Path, Path]:
+    return runs_root(root), raw_root(root)
 
 
 def new_run_id() -> str:
@@ -452,19 +464,22 @@ def _read_csv(path: Path) -> pd.DataFrame:
 
 
 def find_run(run_id: str, root: Path | None = None) -> Path:
-    """A run directory from its id (or a path to it)."""
+    """A run directory from its id (or a path to it), under `root` or else under runs/ and data/raw."""
     if Path(run_id).is_dir() and (Path(run_id) / "manifest.json").exists():
         return Path(run_id)
-    base = root or raw_root()
-    matches = sorted(base.glob(f"*/{run_id}"))
+    bases = [root] if root else run_roots()
+    matches = [m for base in bases for m in sorted(base.glob(f"*/{run_id}"))]
     if not matches:
-        raise DataError(f"no run {run_id!r} under {base}; `claimlab runs` lists the stored runs")
+        raise DataError(f"no run {run_id!r} under {' or '.join(map(str, bases))}; "
+                        "`claimlab runs` lists the stored runs")
     return matches[0]
 
 
 def list_runs(root: Path | None = None) -> list[dict]:
+    """Every readable run under `root`, or else under runs/ and data/raw."""
     out = []
-    for manifest_path in sorted((root or raw_root()).glob("*/*/manifest.json")):
+    bases = [root] if root else run_roots()
+    for manifest_path in [m for base in bases for m in sorted(base.glob("*/*/manifest.json"))]:
         try:
             m = read_manifest(manifest_path.parent)
         except DataError:

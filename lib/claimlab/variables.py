@@ -9,10 +9,13 @@ compared are the servers' own (`ServerFacts`, read back after start), never the 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import pandas as pd
 
+from .errors import DataError
 from .servers import VOLATILE_VARIABLES, ServerFacts
+from .store import read_jsonl, read_variables
 
 GROUPS = ("InnoDB", "binlog & replication", "charset & collation", "performance_schema", "buffers",
           "other")
@@ -162,8 +165,12 @@ class VariableDiff:
         """Plain-text rendering, grouped: flagged differences first with why, then the others."""
         rows = self.table if everything else self.differences
         width = max([len(v) for v in rows["variable"]] + [8])
-        out = [f"  {'variable':<{width}}  {_short(self.label_a):<24} {_short(self.label_b):<24}  "
-               "(! flagged, * differs)"]
+
+        def cell(r, value):   # a differing value in full: the difference may be at its end (-log)
+            return _short(value, 10_000 if r.differs else 24)
+        va = max([len(cell(r, r.value_a)) for r in rows.itertuples(index=False)] + [len(self.label_a), 8])
+        vb = max([len(cell(r, r.value_b)) for r in rows.itertuples(index=False)] + [len(self.label_b), 8])
+        out = [f"  {'variable':<{width}}  {self.label_a:<{va}} {self.label_b:<{vb}}  (! flagged, * differs)"]
         for group in GROUPS:
             part = rows[rows["group"] == group]
             if part.empty:
@@ -171,8 +178,8 @@ class VariableDiff:
             out.append(f"[{group}]")
             for r in part.itertuples(index=False):
                 mark = "!" if r.flagged else ("*" if r.differs else " ")
-                line = f"{mark} {r.variable:<{width}}  {_short(r.value_a):<24} {_short(r.value_b):<24}"
-                out.append(line + (f"  {r.why}" if r.flagged else ""))
+                line = f"{mark} {r.variable:<{width}}  {cell(r, r.value_a):<{va}} {cell(r, r.value_b):<{vb}}"
+                out.append(f"{line}  {r.why}" if r.flagged else line.rstrip())
         if len(out) == 1:
             out = ["no differences"]
         return out
@@ -211,3 +218,13 @@ def diff(a: ServerFacts, b: ServerFacts, label_a: str = "a", label_b: str = "b")
     table = table.sort_values(["group", "flagged", "differs", "variable"],
                               ascending=[True, False, False, True]).reset_index(drop=True)
     return VariableDiff(label_a, label_b, table)
+
+
+def stored_facts(run_dir: Path, condition: str) -> ServerFacts:
+    """What the first server start of `condition` in a stored run reported (servers.jsonl and its
+    variables file): a run's configuration diff without starting a server."""
+    for record in read_jsonl(Path(run_dir) / "servers.jsonl"):
+        if record.get("condition") == condition:
+            return ServerFacts(version=record["version"], variables=read_variables(Path(run_dir), record["variables"]),
+                               log_bin=bool(record.get("log_bin")))
+    raise DataError(f"{run_dir}/servers.jsonl: no server start of condition {condition!r}")

@@ -134,7 +134,7 @@ def test_sigterm_stops_servers_and_resume_completes(tmp_path, write_params, mari
     finally:
         proc.kill()
     assert proc.returncode == 130, err
-    assert "resume" in err and "Traceback" not in err
+    assert f"--resume {run_dir.name}" in err and "Traceback" not in err   # the id to resume, printed
     assert read_manifest(run_dir)["status"] == "interrupted"
     assert not any(pid_alive(p) for p in _server_pids(run_dir))
     before = read_results(run_dir)
@@ -143,6 +143,7 @@ def test_sigterm_stops_servers_and_resume_completes(tmp_path, write_params, mari
     result = run_cli("run", str(path), "--data", str(tmp_path / "raw"), "--work", str(tmp_path / "work"),
                      "--no-progress", "--resume", run_dir.name)
     assert result.returncode == 0, result.stderr
+    assert "12 measurements stored (" in result.stdout   # the whole run, not only this session
     after = read_results(run_dir)
     _assert_one_row_per_measurement(after, 12)
     # what was measured before the interrupt is kept as it was, not measured again

@@ -53,3 +53,13 @@ def test_paths_and_identities_are_not_differences():
 def test_labels_must_differ():
     with pytest.raises(ValueError):
         variables.diff(facts(), facts(), "x", "x")
+
+
+def test_lines_show_a_differing_version_in_full():
+    d = variables.diff(facts(version="10.11.19-MariaDB-0+deb12u1"),
+                       facts(version="10.11.19-MariaDB-0+deb12u1-log", log_bin="ON"), "off", "on")
+    text = "\n".join(d.lines())
+    assert "10.11.19-MariaDB-0+deb12u1-log" in text and "…" not in text
+    header, *rest = d.lines()
+    version = next(line for line in rest if "version" in line)
+    assert header.index(" on ") + 1 == version.index("10.11.19-MariaDB-0+deb12u1-log")   # aligned

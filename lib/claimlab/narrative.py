@@ -1,0 +1,328 @@
+"""What a person reads in a report: verdict cards, tables formatted for people, method and
+settings paragraphs. Pure functions of the verdict table (contract 5 columns: claim, comparison,
+kind, target, server_version, baseline, treatment, metric, estimate, ci_low, ci_high,
+confidence, p_value, published_ratio, verdict, verdict_label, flagged_share, n_runs, n_blocks,
+verdict_note) and of stored run files; the notebooks and the index call them, compute nothing.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+
+from .claims import Claim
+from .store import read_jsonl, read_manifest, read_variables
+
+CARD_COLUMNS = ("claim", "comparison", "kind", "target", "server_version", "baseline", "treatment", "metric",
+                "estimate", "ci_low", "ci_high", "confidence", "p_value", "published_ratio", "verdict",
+                "verdict_label", "flagged_share", "n_runs", "n_blocks", "verdict_note")
+SETTINGS_SHOWN = ("log_bin", "sync_binlog", "innodb_flush_log_at_trx_commit", "binlog_format",
+                  "character_set_server", "collation_server", "innodb_buffer_pool_size", "innodb_doublewrite",
+                  "performance_schema")
+METRIC_WORDS = {"qps": "queries per second", "tps": "transactions per second", "elapsed_s": "elapsed time",
+                "seconds": "elapsed time", "rows_per_s": "rows per second"}
+_VERDICT_CLASS = {"supported": "supported", "contradicted": "contradicted", "inconclusive": "inconclusive",
+                  "not_tested": "not-tested"}
+
+
+# -- numbers for people -------------------------------------------------------------------------
+
+def number(value, digits: int = 3) -> str:
+    """`digits` significant digits in plain decimal notation (never 1.2e-05), thousands grouped;
+    a dash for a missing value, yes/no for a truth value."""
+    if value is None or isinstance(value, float) and math.isnan(value):
+        return "—"
+    if isinstance(value, (bool, np.bool_)):
+        return "yes" if value else "no"
+    if isinstance(value, (int, np.integer)) and abs(int(value)) < 10 ** digits:
+        return f"{int(value):,}"   # a count: 10, not 10.0
+    if not isinstance(value, (int, float)):
+        try:
+            value = float(value)
+        except (TypeError, ValueError):
+            return str(value)
+    if value == 0 or not math.isfinite(value):
+        return "0" if value == 0 else str(value)
+    rounded = round(value, digits - 1 - math.floor(math.log10(abs(value))))   # 98272 -> 98300
+    # The magnitude after rounding: 0.000099996 is 0.000100, not 0.0001000 (one digit too many).
+    magnitude = math.floor(math.log10(abs(rounded)))
+    decimals = max(0, digits - 1 - magnitude)
+    return f"{rounded:,.{decimals}f}"
+
+
+def percent(value, digits: int = 2) -> str:
+    return "—" if value is None or isinstance(value, float) and math.isnan(value) else f"{number(100 * value, digits)}%"
+
+
+def ratio_change(ratio: float) -> str:
+    """0.75 -> "25% lower", 1.3 -> "30% higher"."""
+    if ratio is None or not math.isfinite(ratio):
+        return "—"
+    change = ratio - 1
+    return "no change" if abs(change) < 0.0005 else f"{percent(abs(change))} {'higher' if change > 0 else 'lower'}"
+
+
+def table_html(df: pd.DataFrame, formats: dict[str, Callable] | None = None, labels: dict[str, str] | None = None,
+               caption: str = "") -> str:
+    """An HTML table for people: no index, every cell formatted (numbers by `number` unless
+    `formats` says otherwise), headers relabelled; wraps instead of overflowing (see the report CSS)."""
+    formats, labels = formats or {}, labels or {}
+    head = "".join(f"<th>{html.escape(labels.get(c, c.replace('_', ' ')))}</th>" for c in df.columns)
+    rows = []
+    for record in df.itertuples(index=False):
+        cells = []
+        for column, value in zip(df.columns, record):
+            text = formats[column](value) if column in formats else _cell(value)
+            numeric = isinstance(value, (int, float)) and not isinstance(value, bool)
+            cells.append(f"<td{' class=num' if numeric else ''}>{html.escape(text)}</td>")
+        rows.append("<tr>" + "".join(cells) + "</tr>")
+    cap = f"<caption>{html.escape(caption)}</caption>" if caption else ""
+    return f"<table class='people'>{cap}<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+
+
+def _cell(value) -> str:
+    if value is None or isinstance(value, float) and math.isnan(value):
+        return "—"
+    if isinstance(value, (bool, int, float)):
+        return number(value)
+    return str(value)
+
+
+# -- verdict cards ------------------------------------------------------------------------------
+
+def server_family(server_version: str) -> str:
+    """mariadb or mysql, from the version string a server reported."""
+    return "mariadb" if "mariadb" in str(server_version).lower() else "mysql"
+
+
+def size_relation(row) -> str:
+    """Where the published ratio lies against the measured interval, in plain words."""
+    published, low, high = row["published_ratio"], row["ci_low"], row["ci_high"]
+    if published is None or pd.isna(published) or pd.isna(low) or pd.isna(high):
+        return ""
+    if published < low:
+        return "effect smaller than published" if published < 1 else "effect larger than published"
+    if published > high:
+        return "effect smaller than published" if published > 1 else "effect larger than published"
+    return "published value inside the interval"
+
+
+def card_html(row, claim_family: str = "mysql") -> str:
+    """One verdict card: claimed, measured (with interval), where, analogue or not, verdict in
+    words, share of measurements the speed witness flagged."""
+    verdict = str(row["verdict"])
+    label = row.get("verdict_label") or verdict.replace("_", " ")
+    family = server_family(row["server_version"])
+    server = row["server_version"] if isinstance(row["server_version"], str) and row["server_version"] else None
+    if server is None:
+        family = claim_family
+    where = (f"{server or 'no server ran both sides'}: "
+             + ("the claim's own server family" if family == claim_family else
+                f"an analogue ({family}), not the {claim_family} server the source measured"))
+    claimed = ("no difference (ratio within the equivalence margin)" if row["kind"] == "null" else
+               f"ratio {number(row['published_ratio'])} ({ratio_change(row['published_ratio'])})"
+               if pd.notna(row["published_ratio"]) else "a direction only, no published figure")
+    if verdict == "not_tested":
+        measured = "not measured"
+    else:
+        measured = (f"ratio {number(row['estimate'])} [{number(row['ci_low'])}, {number(row['ci_high'])}] "
+                    f"({ratio_change(row['estimate'])}; {percent(row['confidence'], 2)} interval)")
+    flagged = row.get("flagged_share")
+    flagged_text = ("speed witness: not recorded in this run" if flagged is None or pd.isna(flagged) else
+                    f"speed witness: {percent(flagged)} of measurements taken while the machine ran slow"
+                    + (" — read with care" if flagged >= 0.25 else ""))
+    size = size_relation(row)
+    return (
+        f"<div class='card {_VERDICT_CLASS.get(verdict, 'inconclusive')}'>"
+        f"<div class='card-head'><span class='verdict'>{html.escape(str(label))}</span>"
+        f"<span class='what'>{html.escape(row['claim'])} · {html.escape(_words(row['comparison']))}</span></div>"
+        f"<div class='card-body'><p><b>Compared:</b> {html.escape(str(row['treatment']))} against "
+        f"{html.escape(str(row['baseline']))}, {html.escape(METRIC_WORDS.get(row['metric'], row['metric']))}.</p>"
+        f"<p><b>Claimed:</b> {html.escape(claimed)}. <b>Measured:</b> {html.escape(measured)}"
+        f"{'; ' + html.escape(size) if size else ''}.</p>"
+        f"<p><b>Where:</b> {html.escape(where)}. {html.escape(flagged_text)}. "
+        f"{_count(row.get('n_blocks'))} server starts, {_count(row.get('n_runs'))} run(s).</p></div></div>")
+
+
+def _count(value) -> str:
+    return "—" if value is None or pd.isna(value) else f"{int(value):,}"
+
+
+def cards_html(table: pd.DataFrame, claim_family: str = "mysql") -> str:
+    """Cards side by side per comparison when several servers measured it (MariaDB | MySQL)."""
+    groups = []
+    for _, part in table.groupby(["claim", "comparison"], sort=False):
+        groups.append("<div class='card-row'>" + "".join(card_html(r, claim_family) for _, r in part.iterrows())
+                      + "</div>")
+    return "<div class='cards'>" + "".join(groups) + "</div>"
+
+
+def _words(identifier: str) -> str:
+    return str(identifier).replace("_vs_", " vs ").replace("_", " ")
+
+
+def verdict_label(row) -> str:
+    """Plain words with the size relation, e.g. "supported, effect smaller than published"."""
+    word = str(row["verdict"]).replace("_", " ")
+    size = size_relation(row)
+    return f"{word}, {size}" if size and row["verdict"] != "not_tested" else word
+
+
+def verdict_lines(rows) -> list[str]:
+    """The verdict table as plain text, one line per comparison and server, columns aligned:
+    what a terminal shows at the end of `claimlab report`."""
+    header = ("CLAIM", "COMPARISON", "SERVER", "MEASURED [95%]", "PUBLISHED", "VERDICT")
+    lines = []
+    for r in rows:
+        measured = ("not measured" if r.get("verdict") == "not_tested" or r.get("estimate") is None else
+                    f"{number(r['estimate'])} [{number(r.get('ci_low'))}, {number(r.get('ci_high'))}]")
+        lines.append((str(r["claim"]), _words(r["comparison"]), str(r.get("server_version") or r.get("target") or "—"),
+                      measured, number(r.get("published_ratio")),
+                      str(r.get("verdict_label") or str(r["verdict"]).replace("_", " "))))
+    widths = [max(len(x) for x in column) for column in zip(header, *lines)]
+    return ["  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip() for line in (header, *lines)]
+
+
+def note_markdown(row) -> str:
+    """One comparison's note for the end of a report: where it ran, the verdict in words, why."""
+    server = row["server_version"] if isinstance(row["server_version"], str) and row["server_version"] else None
+    where = server or (f"target {row['target']}" if isinstance(row["target"], str) and row["target"] else
+                       "no server that ran both sides")
+    note = row["verdict_note"] if isinstance(row["verdict_note"], str) else ""
+    return f"- **{row['claim']} {_words(row['comparison'])}** on {where}: {row['verdict_label']}. {note}".rstrip()
+
+
+def verdict_table_html(table: pd.DataFrame) -> str:
+    view = table[["claim", "comparison", "server_version", "estimate", "ci_low", "ci_high", "published_ratio",
+                  "verdict_label", "flagged_share"]].assign(comparison=table["comparison"].map(_words))
+    return table_html(view, formats={"flagged_share": percent},
+                      labels={"server_version": "server", "estimate": "measured ratio", "ci_low": "95% low",
+                              "ci_high": "95% high", "published_ratio": "published", "verdict_label": "verdict",
+                              "flagged_share": "flagged"})
+
+
+# -- claim, method, settings ----------------------------------------------------------------------
+
+def claim_markdown(claim: Claim) -> str:
+    figures = "\n".join(f"- {f.what}: **{_value(f.value)}** {f.unit}" + (f" ({f.note})" if f.note else "")
+                        for f in claim.published)
+    sources = "\n".join(f"- {s}" for s in claim.sources)
+    return (f"## {claim.id}: {claim.title}\n\n**Sources:**\n\n{sources}\n\n(measured there on "
+            f"{claim.source_target}).\n\n**Setup in the source:** {claim.setup}\n\n"
+            f"**Published figures:**\n\n{figures}\n\n{claim.notes}")
+
+
+def _value(value) -> str:
+    return f"{number(value[0])}–{number(value[1])}" if isinstance(value, tuple) else number(value)
+
+
+def method_markdown(run_dir: Path) -> str:
+    m = read_manifest(run_dir)
+    d = m["design"]
+    host = m["provenance"]["host"]
+    git = m["provenance"].get("git") or {}
+    factors = ", ".join(f"`{c['id']}`" for c in m["conditions"])
+    skipped = "".join(f"\n- **Not run:** {reason}" for reason in m.get("skipped_targets", {}).values())
+    return (
+        f"**Run** `{m['run_id']}` ({m['profile']} profile, {m['status']}), started {m['created_at']} "
+        f"on {host['cpu_model']} ({host['cpu_count']} CPUs, {host['memory_gib']} GiB).\n\n"
+        f"- Conditions: {factors}\n"
+        f"- Design: {d['repetitions']} server starts per condition, {d['warmup']} unrecorded warm-up and "
+        f"{d['iterations']} measured iterations per start; conditions interleaved in random blocks "
+        f"(seed {m['seed']}).\n"
+        f"- Code: commit `{str(git.get('commit'))[:12]}`{' (uncommitted changes)' if git.get('dirty') else ''}; "
+        f"results.csv sha256 `{str(m.get('checksums', {}).get('results.csv', 'run incomplete'))[:16]}…`."
+        f"{skipped}")
+
+
+def settings_table(run_dir: Path) -> pd.DataFrame:
+    """The settings each condition's servers reported after start (not what was asked for)."""
+    rows = {}
+    for record in read_jsonl(run_dir / "servers.jsonl"):
+        if record["condition"] in rows:
+            continue
+        variables = read_variables(run_dir, record["variables"])
+        rows[record["condition"]] = {"condition": record["condition"], "version": record["version"],
+                                     **{k: variables.get(k) for k in SETTINGS_SHOWN},
+                                     "log_bin": "ON" if record["log_bin"] else "OFF"}
+    table = pd.DataFrame(list(rows.values()))
+    return table.sort_values("condition", ignore_index=True) if len(table) else table
+
+
+def settings_html(run_dir: Path) -> str:
+    """Only settings that differ between conditions are shown; the shared ones in one line."""
+    table = settings_table(run_dir)
+    if table.empty:
+        return ""
+    varying = [c for c in table.columns if c == "condition" or table[c].astype(str).nunique() > 1]
+    same = [f"{c} = {table[c].iloc[0]}" for c in table.columns if c not in varying]
+    note = ""
+    if "collation_server" not in varying and any("collation" in str(c) for c in table["condition"]):
+        note = ("<p>The server-wide <code>collation_server</code> is the same for every condition on purpose: "
+                "the collation under test is a property of the scanned table's column (CREATE TABLE ... "
+                "COLLATE), set by the workload and checked by the scan's row count, not a server setting.</p>")
+    body = table_html(table[varying]) if len(varying) > 1 else ""
+    return (body + f"<p class='small'>The same in every condition: {html.escape('; '.join(same))}.</p>" + note)
+
+
+COST_UNITS = {  # metric/op -> (words, factor, unit)
+    "server_cpu_user_s/op": ("server CPU, user", 1e6, "µs"),
+    "server_cpu_system_s/op": ("server CPU, system", 1e6, "µs"),
+    "client_cpu_s/op": ("client CPU", 1e6, "µs"),
+    "status.Innodb_os_log_fsyncs/op": ("redo log fsyncs", 1, "fsyncs"),
+    "status.Binlog_commits/op": ("binlog commits", 1, "commits"),
+    "server_ctx_voluntary/op": ("voluntary context switches", 1, "switches"),
+}
+
+
+def cost_view(cost: pd.DataFrame, metrics=tuple(COST_UNITS)) -> pd.DataFrame:
+    """stats.cost_table in units a person reads (µs per operation, fsyncs per operation); costs
+    that are zero in every condition (binlog commits with the binlog off) are left out."""
+    rows = []
+    chosen = cost[cost["metric"].isin(list(metrics))]
+    for (_, metric), part in chosen.groupby(["workload", "metric"], sort=False):
+        words, factor, unit = COST_UNITS[metric]
+        if (part["mean"].abs() < 1e-12).all():
+            continue
+        for r in part.itertuples(index=False):
+            rows.append({"cost": words, "condition": r.condition, "per operation": r.mean * factor,
+                         "95% low": r.lo * factor, "95% high": r.hi * factor, "unit": f"{unit}/op"})
+    return pd.DataFrame(rows)
+
+
+def claim_family(claim: Claim) -> str:
+    """The server family the claim was made about (a comparison's `family` when claims.yaml gives
+    one, else from the source's server)."""
+    families = {getattr(c, "family", None) for c in claim.comparisons} - {None}
+    if len(families) == 1:
+        return str(families.pop())
+    return server_family(claim.source_target)
+
+
+CSS = """
+body { font-family: system-ui, sans-serif; margin: 1.5em auto; max-width: 72em; color: #222; padding: 0 1em; }
+table.people { border-collapse: collapse; max-width: 100%; margin: .5em 0 1em; font-size: 0.9em; }
+table.people td, table.people th { border-bottom: 1px solid #ddd; padding: .3em .6em; text-align: left;
+  overflow-wrap: anywhere; }
+table.people th { overflow-wrap: normal; vertical-align: bottom; }
+table.people td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+table.people caption { text-align: left; font-weight: 600; }
+.cards .card-row { display: flex; flex-wrap: wrap; gap: .8em; margin: .6em 0; }
+.card { flex: 1 1 24em; max-width: 100%; border: 1px solid #ccc; border-left: 6px solid #8c8c8c;
+  border-radius: 4px; padding: .5em .8em; box-sizing: border-box; }
+.card p { margin: .3em 0; }
+.card .verdict { font-weight: 700; font-size: 1.05em; margin-right: .6em; }
+.card .what { color: #555; }
+.card.supported { border-left-color: #1b7837; } .card.supported .verdict { color: #1b7837; }
+.card.contradicted { border-left-color: #b2182b; } .card.contradicted .verdict { color: #b2182b; }
+.card.inconclusive .verdict { color: #555; }
+.card.not-tested { border-left-color: #d0d0d0; color: #777; }
+.note { background: #fff7e0; padding: .4em .8em; border-radius: 4px; }
+.small { font-size: .85em; color: #555; }
+img, svg { max-width: 100%; height: auto; }
+"""

@@ -1,0 +1,71 @@
+"""Command-line behaviour that needs no server: unknown experiment, --exclude-contention's
+account of what it left out, the end-of-report verdict table, runs/ beside data/raw."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pandas as pd
+
+from claimlab import cli, narrative, report, store
+from conftest import ROOT
+
+SHIPPED_C1 = "20261122T204412Z-581ff0"
+
+
+def test_unknown_experiment_lists_the_experiments_there_are(monkeypatch, capsys):
+    monkeypatch.chdir(ROOT)
+    assert cli.main(["run", "nonexistent"]) == cli.EXIT_ERROR
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "'nonexistent'" in err
+    for name in ("binlog_default", "charset_mismatch", "collation_cost", "insert_57_vs_80"):
+        assert name in err
+
+
+def test_exclude_contention_says_what_it_left_out_and_why_not_tested(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(ROOT)
+    run = tmp_path / "charset_mismatch" / SHIPPED_C1
+    shutil.copytree(store.find_run(SHIPPED_C1, ROOT / "data" / "raw"), run)
+    results = pd.read_csv(run / "results.csv", dtype=str)
+    results["contention"] = "True"                       # every measurement taken on a busy machine
+    results.to_csv(run / "results.csv", index=False)
+    code = cli.main(["analyze", SHIPPED_C1, "--data", str(tmp_path), "--exclude-contention", "--accept-modified"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    measurements = results.groupby(["condition", "workload", "repetition", "iteration"]).ngroups
+    assert f"left out {measurements} of {measurements} measurements ({len(results)} of {len(results)} rows)" in out
+    assert "mismatch_vs_latin1: not tested because" in out
+
+
+def test_the_report_ends_with_the_verdict_table(tmp_path):
+    rows = [dict(claim="C4", comparison="binlog_on_vs_off", server_version="10.11.19-MariaDB-0+deb12u1",
+                 target="mariadb", estimate=2.3612, ci_low=2.07, ci_high=2.65, published_ratio=2.85,
+                 verdict="supported", verdict_label="supported, effect smaller than published"),
+            dict(claim="C1", comparison="mismatch_vs_latin1", server_version=None, target="mysql", estimate=None,
+                 ci_low=None, ci_high=None, published_ratio=None, verdict="not_tested", verdict_label="not tested")]
+    (tmp_path / "binlog_default.summary.json").write_text(json.dumps({"rows": rows[:1]}))
+    (tmp_path / "charset_mismatch.summary.json").write_text(json.dumps({"rows": rows[1:]}))
+    assert report.verdict_rows(tmp_path) == [rows[1], rows[0]]          # the index's order: C1 first
+    assert report.verdict_rows(tmp_path, since=2e10) == []              # only what this build wrote
+    header, c4, c1 = narrative.verdict_lines(rows)
+    assert header.split()[:2] == ["CLAIM", "COMPARISON"]
+    assert "binlog on vs off" in c4 and "2.36 [2.07, 2.65]" in c4 and "2.85" in c4
+    assert c4.endswith("supported, effect smaller than published")
+    assert "not measured" in c1 and c1.endswith("not tested")
+    assert c4.index("2.36") == header.index("MEASURED") == c1.index("not measured")
+
+
+def _manifest(experiment: str):
+    return store.RunManifest.new(experiment=experiment, claim="C4", profile="smoke", factors=[])
+
+
+def test_new_runs_go_to_the_ignored_runs_directory_and_readers_look_in_both(tmp_path, monkeypatch):
+    monkeypatch.setenv("CLAIMLAB_ROOT", str(tmp_path))
+    assert store.runs_root() == tmp_path / "runs" and store.raw_root() == tmp_path / "data" / "raw"
+    shipped = store.RunStore.create(store.raw_root(), _manifest("exp"))
+    new = store.RunStore.create(store.runs_root(), _manifest("exp"))
+    assert store.find_run(shipped.run_id) == shipped.path and store.find_run(new.run_id) == new.path
+    assert {r["run_id"] for r in store.list_runs()} == {shipped.run_id, new.run_id}
+    ignored = (ROOT / ".gitignore").read_text().split()
+    assert "runs/" in ignored and "data/" not in ignored

@@ -1,0 +1,65 @@
+"""What the why-slower notebook calls instead of starting servers itself: the configuration diff
+of a stored run, the stored ablation run to read, and the surprises it must flag."""
+
+from __future__ import annotations
+
+import time
+
+import pandas as pd
+import pytest
+
+from claimlab import ablation, report, store, variables
+from claimlab.errors import DataError
+from conftest import ROOT
+
+
+def test_stored_facts_diff_a_run_without_a_server():
+    run_dir = store.find_run(report.published_runs(ROOT)["binlog_default"][0], ROOT / "data" / "raw")
+    d = variables.diff(variables.stored_facts(run_dir, "binlog=off"), variables.stored_facts(run_dir, "binlog=on"),
+                       "off", "on")
+    flagged = set(d.flagged["variable"])
+    assert {"log_bin", "version"} <= flagged
+    version = d.table.set_index("variable").loc["version"]
+    assert version["value_b"] == version["value_a"] + "-log"
+    with pytest.raises(DataError, match="no server start of condition 'nope'"):
+        variables.stored_facts(run_dir, "nope")
+
+
+def _manifest():
+    return store.RunManifest.new(experiment="binlog_hunt", claim="ablation", profile="smoke", factors=[])
+
+
+def test_stored_run_reads_the_newest_complete_run_and_never_starts_a_server_unasked(tmp_path, monkeypatch):
+    monkeypatch.setenv("CLAIMLAB_ROOT", str(tmp_path))
+    abl = ablation.load(ROOT / "params" / "ablation" / "binlog_hunt.yaml", "smoke")
+    with pytest.raises(DataError, match="start_servers = True"):
+        ablation.stored_run(abl)
+    older = store.RunStore.create(store.runs_root(), _manifest())
+    older.finish("complete")
+    time.sleep(0.01)
+    newer = store.RunStore.create(store.runs_root(), _manifest())
+    newer.finish("complete")
+    time.sleep(0.01)
+    store.RunStore.create(store.runs_root(), _manifest())   # still running
+    assert ablation.stored_run(abl) == newer.path
+    assert ablation.stored_run(abl, older.run_id) == older.path
+    assert ablation.condition_id("slow") == "step=slow"
+
+
+def test_surprises_flag_a_step_that_made_it_slower():
+    table = pd.DataFrame([
+        dict(kind="total", option="(all)", share=1.0, share_lo=1.0, share_hi=1.0),
+        dict(kind="one", option="performance_schema", share=-0.16, share_lo=-0.33, share_hi=-0.06),
+        dict(kind="one", option="log_bin", share=0.7, share_lo=0.5, share_hi=0.9),
+        dict(kind="cumulative", option="sync_binlog", share=-0.05, share_lo=-0.2, share_hi=0.1)])
+    found = ablation.surprises(table)
+    assert len(found) == 1 and "performance_schema" in found[0] and "-16% [-33%, -6%]" in found[0]
+
+
+def test_only_one_statement_workloads_are_counted_by_callgrind():
+    from claimlab import profiling
+    kinds = {c.workload.kind: profiling.countable(c.workload) for name in ("charset_mismatch", "binlog_default")
+             for c in profiling.conditions_of(name, "smoke", ROOT)}
+    assert kinds == {"sysbench": False, "proc_insert_loop": True}
+    for c in profiling.conditions_of("binlog_default", "smoke", ROOT):
+        assert profiling.statement_for(c.workload).rows == c.workload.rows
