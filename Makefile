@@ -10,8 +10,8 @@ PYTEST_ARGS ?=
 .PHONY: setup os-packages mysql flamegraph-tool report test lint clean help
 
 help:
-	@echo "make report   run every claim on the embedded MariaDB (PROFILE=$(PROFILE)) and render reports/"
-	@echo "make test     run the test suite (unit, integration on real MariaDB, notebooks)"
+	@echo "make report   run every claim on both embedded servers, MariaDB and MySQL 9.7 (PROFILE=$(PROFILE)), and render reports/"
+	@echo "make test     run the test suite (unit, integration on real MariaDB and MySQL, notebooks)"
 	@echo "make setup    only install what the two above need (MariaDB, MySQL 9.7 from Debian, tools)"
 
 setup: os-packages $(VENV)/.installed flamegraph-tool mysql
