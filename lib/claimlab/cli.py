@@ -216,8 +216,9 @@ def cmd_validate(args) -> int:
             for profile in params_mod.PROFILES:
                 ablation.load(path, profile)
         else:
+            from .design import conditions
             for profile in params_mod.PROFILES:
-                params_mod.load(path, profile)
+                conditions(params_mod.load(path, profile))   # every combination of levels, too
         print(f"ok: {path}")
     return 0
 

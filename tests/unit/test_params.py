@@ -4,7 +4,7 @@ import dataclasses
 
 import pytest
 
-from claimlab import ablation, params, schema, store
+from claimlab import ablation, design, params, schema, store
 from claimlab import workloads as wl
 from claimlab.design import conditions
 from claimlab.errors import ConfigError
@@ -126,7 +126,7 @@ def test_bad_params_name_file_and_field(write_params, case):
     text, field = BAD[case]
     path = write_params(text)
     with pytest.raises(ConfigError) as err:
-        params.load(path, "quick")
+        design.conditions(params.load(path, "quick"))   # what `validate` and `run` do first
     message = str(err.value)
     assert str(path) in message
     assert field in message, message
