@@ -8,7 +8,6 @@ no script loaded from the network) and `reports/index.html`, the verdict table.
 from __future__ import annotations
 
 import datetime as dt
-import html
 import json
 import os
 import tempfile
@@ -210,44 +209,30 @@ def _text(path: Path | None) -> str | None:
 
 
 def write_index(path: Path, built: list[Built], summary_html: Path, investigations: list[Path] = ()) -> Path:
-    """The page a reader opens first: a verdict card per comparison and server, then the runs."""
+    """The page a reader opens first: a verdict card per comparison and server, then the runs
+    (templates/pages/index.html.j2, autoescaped; the cards and tables come escaped from narrative)."""
+    import jinja2
+
     from .claims import load_claims
     claims = load_claims(project_root() / "data" / "claims.yaml")
     sections, runs = [], []
     for b in built:
         s = b.summary
-        table = pd.DataFrame(s["rows"])
         family = narrative.claim_family(claims[s["claim"]]) if s["claim"] in claims else "mysql"
-        sections.append(f"<h2><a href='{html.escape(b.html.name)}'>{html.escape(s['claim'])}: "
-                        f"{html.escape(s['title'])}</a></h2>" + narrative.cards_html(table, family))
+        sections.append({"href": b.html.name, "claim": s["claim"], "title": s["title"],
+                         "cards": narrative.cards_html(pd.DataFrame(s["rows"]), family)})
         for r in s["runs"]:
             host = r.get("host", {})
             runs.append({"claim": s["claim"], "run": r["run_id"], "server": r.get("target") or "",
                          "profile": r["profile"], "measured": r["created_at"][:16].replace("T", " "),
                          "host": f"{host.get('cpu_model')}, {host.get('cpu_count')} CPUs",
                          "commit": str((r.get("git") or {}).get("commit"))[:10]})
-    generated = dt.datetime.now(dt.timezone.utc).isoformat(timespec="minutes")
-    extra = "".join(f' <a href="{html.escape(p.name)}">Investigation: {html.escape(p.stem)}</a>.'
-                    for p in investigations)
-    profiles = {r["profile"] for r in runs}
-    caution = ("" if profiles == {"full"} else
-               "<p class='note'>Some runs here use a short profile (" + ", ".join(sorted(profiles - {"full"})) +
-               "): verdicts can differ from the shipped full runs, which <code>claimlab report --from-data</code> "
-               "re-renders.</p>")
-    page = f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>claimlab: verdicts</title>
-<style>{narrative.CSS}</style></head><body>
-<h1>claimlab: published MySQL performance claims, re-tested</h1>
-<p>Each card compares a treatment with a baseline: the ratio is treatment / baseline with its
-interval, beside what the source published. <a href="{html.escape(summary_html.name)}">Summary with the
-forest plot</a>.{extra}</p>{caution}
-{''.join(sections)}
-<h2>Runs</h2>
-{narrative.table_html(pd.DataFrame(runs))}
-<p class='small'>Rendered {generated} UTC. Each run was measured at the time and on the host shown
-above; each claim's report lists its server versions and settings.</p>
-</body></html>
-"""
+    env = jinja2.Environment(loader=jinja2.PackageLoader("claimlab", "templates/pages"),
+                             autoescape=True, undefined=jinja2.StrictUndefined)
+    page = env.get_template("index.html.j2").render(
+        css=narrative.CSS, summary=summary_html.name, investigations=list(investigations), sections=sections,
+        short_profiles=sorted({r["profile"] for r in runs} - {"full"}), runs=narrative.table_html(pd.DataFrame(runs)),
+        generated=dt.datetime.now(dt.timezone.utc).isoformat(timespec="minutes"))
     path.write_text(page)
     return path
 
