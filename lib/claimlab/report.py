@@ -189,8 +189,10 @@ def build(*, profile: str = "quick", run_ids: list[str] | None = None, out_dir: 
     investigations = []
     if not run_ids and not experiments:
         for name, notebook in INVESTIGATIONS.items():
-            log(f"{name}: running the {profile} profile")
-            nb = execute(notebook, out_dir, {"profile": profile, "data_dir": _text(data_dir), "start_servers": True,
+            log(f"{name}: running the {profile if profile == 'full' else 'smoke'} profile")
+            # An investigation runs many configurations: a quick build runs it at the smoke size.
+            nb = execute(notebook, out_dir, {"profile": profile if profile == "full" else "smoke",
+                                             "data_dir": _text(data_dir), "start_servers": True,
                                              "cpu_evidence": True,
                                              "figures_dir": str(figures_dir),
                                              "profile_dir": str(figures_dir / name / "profiles")}, root)
