@@ -326,10 +326,8 @@ def resolve_runs(experiment: str, run_ids: list[str] | None, *, start_servers: b
     if not run_ids and start_servers:
         exp = params_mod.load(params_mod.find(params_name or experiment, root / "params"), profile)
         run_ids = []
-        for target in targets:
-            if target not in exp.targets:
-                log(f"{experiment}: no target {target!r} in its params file; skipped")
-                continue
+        # A params file of your own may name other targets: then its default one runs.
+        for target in [t for t in targets if t in exp.targets] or [exp.default_target]:
             try:
                 check_available(exp.targets[target])
             except ClaimlabError as exc:
