@@ -31,8 +31,8 @@ from typing import Iterator
 import pandas as pd
 
 from . import workloads as wl
-from .errors import ClaimlabError, TargetUnavailable
-from .servers import Launcher, ServerOptions, TargetSpec, mariadb_binary
+from .errors import ClaimlabError, ConfigError, TargetUnavailable
+from .servers import Launcher, ServerOptions, TargetSpec, installation
 from .symbols import SymbolTable
 
 UNKNOWN = "[unknown]"
@@ -327,31 +327,23 @@ class InstructionCounts:
                 "relative_spread": self.relative_spread}
 
 
-def callgrind_target(target: TargetSpec, workdir: Path) -> TargetSpec:
-    """The same target with its mariadbd run under callgrind, instrumentation off until asked.
-    A wrapper script is the binary claimlab launches (`--version` bypasses valgrind)."""
-    if target.kind != "mariadb":
-        raise TargetUnavailable(f"target {target.name}: instruction counts need a local mariadb target")
+def callgrind_program(binary: Path, workdir: Path) -> Path:
+    """A script claimlab launches instead of the server program: it runs the server under
+    callgrind with instrumentation off until asked. `--version`, `--help` and MySQL's
+    `--initialize*` run the program itself (no need to count a data directory's creation)."""
     valgrind = tool("valgrind", "`apt-get install valgrind`")
-    real = mariadb_binary(target)
     workdir.mkdir(parents=True, exist_ok=True)
-    wrapper = workdir / "mariadbd-callgrind"
+    wrapper = workdir / f"{Path(binary).name}-callgrind"
     wrapper.write_text(
         "#!/bin/sh\n"
-        f'case "$1" in --version) exec "{real}" "$@";; esac\n'
+        'for arg in "$@"; do\n'
+        f'  case "$arg" in --version|--help|--initialize|--initialize-insecure) exec "{binary}" "$@";; esac\n'
+        "done\n"
         f'exec "{valgrind}" --tool=callgrind --instr-atstart=no --dump-instr=no '
         f'--callgrind-out-file="{workdir}/callgrind.out.%p" --log-file="{workdir}/valgrind.%p.log" '
-        f'"{real}" "$@"\n')
+        f'"{binary}" "$@"\n')
     wrapper.chmod(0o755)
-    return replace(target, binary=str(wrapper), ready_timeout=max(target.ready_timeout, CALLGRIND_READY_TIMEOUT_S))
-
-
-def callgrind_options(options: ServerOptions) -> ServerOptions:
-    """Under valgrind InnoDB cannot reserve its default maximum pool address space, and native AIO
-    is not emulated: cap the pool at its size and use simulated AIO (shared/pitfalls.md)."""
-    size = options.innodb_buffer_pool_size or "128M"
-    extra = {"innodb-buffer-pool-size-max": size, "skip-innodb-use-native-aio": "ON"}
-    return options.merged(ServerOptions(innodb_buffer_pool_size=size, extra=tuple(extra.items())))
+    return wrapper
 
 
 def count_instructions(launcher: Launcher, target: TargetSpec, options: ServerOptions, workload: wl.Workload,
@@ -364,7 +356,12 @@ def count_instructions(launcher: Launcher, target: TargetSpec, options: ServerOp
     control = tool("callgrind_control", "`apt-get install valgrind`")
     statement = statement or statement_for(workload)
     out_dir = Path(out_dir) / condition
-    server = launcher.prepare(callgrind_target(target, out_dir), callgrind_options(options))
+    if not target.local:
+        raise TargetUnavailable(f"target {target.name}: instruction counts need a server claimlab starts")
+    inst = installation(target)
+    slow = replace(target, ready_timeout=max(target.ready_timeout, CALLGRIND_READY_TIMEOUT_S))
+    server = launcher.prepare(slow, inst.flavor.valgrind_options(options),
+                              program=callgrind_program(inst.binary, out_dir))
     dumps: list[Path] = []
     try:
         server.start()
@@ -463,9 +460,12 @@ class ProfiledCondition:
             raise ValueError(f"{self.name!r} is not usable as a file name")
 
 
-def conditions_of(name_or_path: str, profile: str = "smoke", root: Path | None = None) -> list[ProfiledCondition]:
+def conditions_of(name_or_path: str, profile: str = "smoke", root: Path | None = None,
+                  target: str | None = None) -> list[ProfiledCondition]:
     """An ablation's slow and fast sets, or every condition of a claim experiment (its first
-    Python-driven workload, else its first workload), sized by `profile`."""
+    Python-driven workload, else its first workload), sized by `profile`. `target` names the
+    claim experiment's default target (as `claimlab run --target` does); levels that pick their
+    own target keep it."""
     from . import ablation, design, params
     from .store import project_root
     root = root or project_root()
@@ -473,10 +473,14 @@ def conditions_of(name_or_path: str, profile: str = "smoke", root: Path | None =
     ablation_file = path if path.suffix in (".yaml", ".yml") else root / "params" / "ablation" / f"{path}.yaml"
     if ablation_file.is_file() and ablation_file.parent.name == "ablation":
         abl = ablation.load(ablation_file, profile)
+        if target not in (None, abl.target.name):
+            raise ConfigError(str(ablation_file), "target", f"this ablation runs on {abl.target.name}, not {target}")
         return [ProfiledCondition("slow", abl.target, abl.slow, abl.workload),
                 ProfiledCondition("fast", abl.target, abl.fast, abl.workload)]
     from .servers import flavor_of
     exp = params.load(params.find(name_or_path, root / "params"), profile)
+    if target is not None:
+        exp = params.with_default_target(exp, target, "target")
     conds = design.conditions(exp)
     # Names and roles (`uca_ai`) spelled for the server; a level it lacks is left out.
     conds, _ = design.resolve_conditions(conds, {t: flavor_of(exp.targets[t]) for t in {c.target for c in conds}})
