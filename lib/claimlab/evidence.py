@@ -20,7 +20,7 @@ import pandas as pd
 
 from . import profiling
 from .errors import DataError, TargetUnavailable
-from .servers import Launcher, check_available, installation
+from .servers import Launcher, check_available
 from .store import load_manifest, sha256_file
 from .symbols import SymbolTable
 
@@ -78,8 +78,7 @@ def collect(name: str, run_dir: Path, *, target: str | None = None, levels: tupl
         tables: dict[str, SymbolTable] = {}    # target -> names for its program
         for cond in chosen:
             if cond.target.name not in tables:
-                inst = installation(cond.target)
-                tables[cond.target.name] = SymbolTable.read(inst.binary, inst.flavor.vendor)
+                tables[cond.target.name] = profiling.names_for(cond.target)
             names = tables[cond.target.name]
             prof = profiling.profile_condition(launcher, cond.target, cond.options, cond.workload, cond.name,
                                                Path(work) / "perf", seconds=seconds, names=names)

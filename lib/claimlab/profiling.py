@@ -200,6 +200,13 @@ def _last_line(text) -> str:
     return lines[-1] if lines else "(no message)"
 
 
+def names_for(target: TargetSpec) -> SymbolTable:
+    """Names for the unexported functions of a local target's program, read with its product's
+    handler layout (MariaDB and MySQL order their charset and collation handlers differently)."""
+    inst = installation(target)
+    return SymbolTable.read(inst.binary, inst.flavor.vendor)
+
+
 def profile_condition(launcher: Launcher, target: TargetSpec, options: ServerOptions, workload: wl.Workload,
                       condition: str, out_dir: Path, *, iterations: int = 3, warmup: int = 1,
                       seed: int = 1, seconds: float = 0.0, names: SymbolTable | None = None) -> Profile:
