@@ -7,12 +7,15 @@ statement costs.
   FlameGraph: `inferno-flamegraph`, `inferno-diff-folded`) per condition and as a differential.
 - Instruction counts: wall-clock time on a shared machine is noisy, instruction counts are not. The
   server runs under `valgrind --tool=callgrind` with instrumentation off; `callgrind_control`
-  zeroes, switches it on around one statement, off, and dumps (the flags MariaDB needs are in
-  shared/pitfalls.md), giving instructions per statement, per row, and per function.
+  zeroes, switches it on around one statement, off, and dumps (the InnoDB settings each product
+  needs under valgrind: `Flavor.valgrind_options`), giving instructions per statement, per row,
+  and per function.
 
-The OS package's mariadbd has no debug symbols, only ~30k exported ones: static functions show as
-`[unknown]` (perf) or a hex address (callgrind), and `Profile.unnamed` says under which named
-callers they sit. A server built with symbols is used by giving its path as the target's `binary`.
+The OS package's mariadbd and Debian's mysqld have no debug symbols, only their exported ones
+(~29k and ~35k functions): perf frames are named through claimlab.symbols (`names_for`), what
+remains shows as `[unknown]`, and `Profile.unnamed` says under which named callers it sits;
+callgrind's own tables name exported functions only (the others are hex addresses). A mariadbd
+built with symbols is used by giving its path as the target's `binary`.
 """
 
 from __future__ import annotations
