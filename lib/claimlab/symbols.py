@@ -128,7 +128,7 @@ class SymbolTable:
             names[address] = name
         starts = tuple(sorted(ranges))
         ends = tuple(ranges[s] for s in starts)
-        names |= _helper_names(_direct_calls(_run("objdump", "-d", "--no-show-raw-insn", binary), starts, ends),
+        names |= _helper_names(_direct_calls(_call_lines(binary), starts, ends),
                                names, set(starts))
         return cls(binary, build_id(binary), starts, ends, names)
 
@@ -142,6 +142,20 @@ class SymbolTable:
     def name(self, address: int) -> str | None:
         start = self.function(address)
         return None if start is None else self.names.get(start)
+
+
+def _call_lines(binary: str) -> str:
+    """The call and jump lines of `objdump -d`, filtered by grep: the whole disassembly of an
+    80 MB mysqld is hundreds of MB of text that Python would otherwise carry and scan."""
+    objdump = subprocess.Popen(["objdump", "-d", "--no-show-raw-insn", binary], stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)   # a full stderr pipe blocks it
+    found = subprocess.run(["grep", "-E", r"^\s*[0-9a-f]+:\s+(call|jmp)\s+[0-9a-f]+ <"], stdin=objdump.stdout,
+                           capture_output=True, text=True)
+    objdump.stdout.close()
+    if objdump.wait() != 0 or found.returncode not in (0, 1):    # grep: 1 = no line matched
+        raise RuntimeError(f"objdump | grep failed on {binary} (exit {objdump.returncode}, "
+                           f"{found.returncode}): {found.stderr.strip()[:200]}")
+    return found.stdout
 
 
 def _relative_relocations(text: str) -> dict[int, int]:
