@@ -124,6 +124,8 @@ def _parser() -> argparse.ArgumentParser:
     pr.add_argument("params", help="ablation name (params/ablation/) or experiment name (params/)")
     pr.add_argument("--profile", default="smoke", choices=params_mod.PROFILES,
                     help="sizes the workload (default smoke)")
+    pr.add_argument("--target", metavar="NAME",
+                    help="an experiment's target to profile (default: design.target, else its first)")
     pr.add_argument("--out", type=Path, default=Path("profiles"), metavar="DIR",
                     help="where SVGs, folded stacks and tables go (default profiles/)")
     pr.add_argument("--iterations", type=int, default=5, help="measured iterations sampled (default 5)")
@@ -427,15 +429,18 @@ def cmd_profile(args) -> int:
 
     from . import profiling
     from .servers import Launcher
-    conditions = profiling.conditions_of(args.params, args.profile)
+    conditions = profiling.conditions_of(args.params, args.profile, target=args.target)
     args.out.mkdir(parents=True, exist_ok=True)
-    profiles, counts = [], []
+    profiles, counts, tables = [], [], {}
     with tempfile.TemporaryDirectory(prefix="claimlab-profile-", dir=args.work) as work:
         launcher = Launcher(Path(work))
         for c in conditions:
             if not args.no_perf:
+                if c.target.name not in tables:
+                    tables[c.target.name] = profiling.names_for(c.target)
                 prof = profiling.profile_condition(launcher, c.target, c.options, c.workload, c.name,
-                                                   args.out, iterations=args.iterations)
+                                                   args.out, iterations=args.iterations,
+                                                   names=tables[c.target.name])
                 profiles.append(prof)
                 print(f"{c.name}: {prof.samples} samples, flame graph "
                       f"{profiling.flamegraph(prof, args.out / f'{c.name}.svg')}")

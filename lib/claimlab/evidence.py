@@ -21,7 +21,8 @@ import pandas as pd
 from . import profiling
 from .errors import DataError, TargetUnavailable
 from .servers import Launcher, check_available
-from .store import sha256_file
+from .store import load_manifest, sha256_file
+from .symbols import SymbolTable
 
 DIRECTORY = "evidence"
 INDEX = "evidence.json"
@@ -47,17 +48,24 @@ class Evidence:
         return table
 
 
-def collect(name: str, run_dir: Path, *, levels: tuple[str, ...] | None = None, callgrind: bool = True,
-            profile: str = "smoke", seconds: float = SAMPLE_SECONDS) -> Evidence:
-    """Profile each chosen condition of experiment `name` (ids containing one of `levels`) and
-    store the result in `run_dir/evidence/`. Existing evidence is never overwritten."""
+def collect(name: str, run_dir: Path, *, target: str | None = None, levels: tuple[str, ...] | None = None,
+            callgrind: bool = True, profile: str = "smoke", seconds: float = SAMPLE_SECONDS) -> Evidence:
+    """Profile each chosen condition of experiment `name` (ids containing one of `levels`) on
+    `target` (default: the run's own, from its manifest) and store the result in
+    `run_dir/evidence/`. Existing evidence is never overwritten."""
     out = Path(run_dir) / DIRECTORY
     if (out / INDEX).exists():
         raise DataError(f"{out}: evidence already stored for this run; not overwritten")
+    if target is None:   # None for a v1 run: the experiment's default, which is what it ran on
+        target = load_manifest(Path(run_dir)).default_target
+    conditions = profiling.conditions_of(name, profile, target=target)
     out.mkdir(parents=True, exist_ok=True)
     chosen, unavailable = [], {}
-    for cond in profiling.conditions_of(name, profile):
+    for cond in conditions:
         if levels is not None and not any(level in cond.name for level in levels):
+            continue
+        if not cond.target.local:
+            unavailable[cond.name] = f"target {cond.target.name}: perf needs a server claimlab starts"
             continue
         try:
             check_available(cond.target)
@@ -67,12 +75,11 @@ def collect(name: str, run_dir: Path, *, levels: tuple[str, ...] | None = None, 
     profiles, counts, binaries = [], [], {}
     with tempfile.TemporaryDirectory(prefix="claimlab-evidence-") as work:
         launcher = Launcher(Path(work))
-        names = None
+        tables: dict[str, SymbolTable] = {}    # target -> names for its program
         for cond in chosen:
-            if names is None:
-                from .servers import mariadb_binary
-                from .symbols import SymbolTable
-                names = SymbolTable.read(mariadb_binary(cond.target))
+            if cond.target.name not in tables:
+                tables[cond.target.name] = profiling.names_for(cond.target)
+            names = tables[cond.target.name]
             prof = profiling.profile_condition(launcher, cond.target, cond.options, cond.workload, cond.name,
                                                Path(work) / "perf", seconds=seconds, names=names)
             profiles.append(prof)
@@ -84,7 +91,8 @@ def collect(name: str, run_dir: Path, *, levels: tuple[str, ...] | None = None, 
         (out / f"{prof.condition}.folded").write_text(prof.folded())
     pd.DataFrame([c.summary() for c in counts]).to_csv(out / "instructions.csv", index=False)
     files = sorted(p.name for p in out.iterdir() if p.name != INDEX)
-    meta = {"experiment": name, "profile": profile, "sample_seconds": seconds, "event": "cpu-clock",
+    meta = {"experiment": name, "targets": sorted(tables), "profile": profile, "sample_seconds": seconds,
+            "event": "cpu-clock",
             "frequency_hz": profiling.FREQUENCY_HZ, "binaries": binaries,
             "created_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
             "naming": "claimlab.symbols (exported symbols, handler tables, vtables, direct callers)",

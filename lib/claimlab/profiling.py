@@ -7,12 +7,15 @@ statement costs.
   FlameGraph: `inferno-flamegraph`, `inferno-diff-folded`) per condition and as a differential.
 - Instruction counts: wall-clock time on a shared machine is noisy, instruction counts are not. The
   server runs under `valgrind --tool=callgrind` with instrumentation off; `callgrind_control`
-  zeroes, switches it on around one statement, off, and dumps (the flags MariaDB needs are in
-  shared/pitfalls.md), giving instructions per statement, per row, and per function.
+  zeroes, switches it on around one statement, off, and dumps (the InnoDB settings each product
+  needs under valgrind: `Flavor.valgrind_options`), giving instructions per statement, per row,
+  and per function.
 
-The OS package's mariadbd has no debug symbols, only ~30k exported ones: static functions show as
-`[unknown]` (perf) or a hex address (callgrind), and `Profile.unnamed` says under which named
-callers they sit. A server built with symbols is used by giving its path as the target's `binary`.
+The OS package's mariadbd and Debian's mysqld have no debug symbols, only their exported ones
+(~29k and ~35k functions): perf frames are named through claimlab.symbols (`names_for`), what
+remains shows as `[unknown]`, and `Profile.unnamed` says under which named callers it sits;
+callgrind's own tables name exported functions only (the others are hex addresses). A mariadbd
+built with symbols is used by giving its path as the target's `binary`.
 """
 
 from __future__ import annotations
@@ -31,8 +34,8 @@ from typing import Iterator
 import pandas as pd
 
 from . import workloads as wl
-from .errors import ClaimlabError, TargetUnavailable
-from .servers import Launcher, ServerOptions, TargetSpec, mariadb_binary
+from .errors import ClaimlabError, ConfigError, TargetUnavailable
+from .servers import Launcher, ServerOptions, TargetSpec, installation
 from .symbols import SymbolTable
 
 UNKNOWN = "[unknown]"
@@ -200,6 +203,13 @@ def _last_line(text) -> str:
     return lines[-1] if lines else "(no message)"
 
 
+def names_for(target: TargetSpec) -> SymbolTable:
+    """Names for the unexported functions of a local target's program, read with its product's
+    handler layout (MariaDB and MySQL order their charset and collation handlers differently)."""
+    inst = installation(target)
+    return SymbolTable.read(inst.binary, inst.flavor.vendor)
+
+
 def profile_condition(launcher: Launcher, target: TargetSpec, options: ServerOptions, workload: wl.Workload,
                       condition: str, out_dir: Path, *, iterations: int = 3, warmup: int = 1,
                       seed: int = 1, seconds: float = 0.0, names: SymbolTable | None = None) -> Profile:
@@ -327,31 +337,23 @@ class InstructionCounts:
                 "relative_spread": self.relative_spread}
 
 
-def callgrind_target(target: TargetSpec, workdir: Path) -> TargetSpec:
-    """The same target with its mariadbd run under callgrind, instrumentation off until asked.
-    A wrapper script is the binary claimlab launches (`--version` bypasses valgrind)."""
-    if target.kind != "mariadb":
-        raise TargetUnavailable(f"target {target.name}: instruction counts need a local mariadb target")
+def callgrind_program(binary: Path, workdir: Path) -> Path:
+    """A script claimlab launches instead of the server program: it runs the server under
+    callgrind with instrumentation off until asked. `--version`, `--help` and MySQL's
+    `--initialize*` run the program itself (no need to count a data directory's creation)."""
     valgrind = tool("valgrind", "`apt-get install valgrind`")
-    real = mariadb_binary(target)
     workdir.mkdir(parents=True, exist_ok=True)
-    wrapper = workdir / "mariadbd-callgrind"
+    wrapper = workdir / f"{Path(binary).name}-callgrind"
     wrapper.write_text(
         "#!/bin/sh\n"
-        f'case "$1" in --version) exec "{real}" "$@";; esac\n'
+        'for arg in "$@"; do\n'
+        f'  case "$arg" in --version|--help|--initialize|--initialize-insecure) exec "{binary}" "$@";; esac\n'
+        "done\n"
         f'exec "{valgrind}" --tool=callgrind --instr-atstart=no --dump-instr=no '
         f'--callgrind-out-file="{workdir}/callgrind.out.%p" --log-file="{workdir}/valgrind.%p.log" '
-        f'"{real}" "$@"\n')
+        f'"{binary}" "$@"\n')
     wrapper.chmod(0o755)
-    return replace(target, binary=str(wrapper), ready_timeout=max(target.ready_timeout, CALLGRIND_READY_TIMEOUT_S))
-
-
-def callgrind_options(options: ServerOptions) -> ServerOptions:
-    """Under valgrind InnoDB cannot reserve its default maximum pool address space, and native AIO
-    is not emulated: cap the pool at its size and use simulated AIO (shared/pitfalls.md)."""
-    size = options.innodb_buffer_pool_size or "128M"
-    extra = {"innodb-buffer-pool-size-max": size, "skip-innodb-use-native-aio": "ON"}
-    return options.merged(ServerOptions(innodb_buffer_pool_size=size, extra=tuple(extra.items())))
+    return wrapper
 
 
 def count_instructions(launcher: Launcher, target: TargetSpec, options: ServerOptions, workload: wl.Workload,
@@ -364,7 +366,12 @@ def count_instructions(launcher: Launcher, target: TargetSpec, options: ServerOp
     control = tool("callgrind_control", "`apt-get install valgrind`")
     statement = statement or statement_for(workload)
     out_dir = Path(out_dir) / condition
-    server = launcher.prepare(callgrind_target(target, out_dir), callgrind_options(options))
+    if not target.local:
+        raise TargetUnavailable(f"target {target.name}: instruction counts need a server claimlab starts")
+    inst = installation(target)
+    slow = replace(target, ready_timeout=max(target.ready_timeout, CALLGRIND_READY_TIMEOUT_S))
+    server = launcher.prepare(slow, inst.flavor.valgrind_options(options),
+                              program=callgrind_program(inst.binary, out_dir))
     dumps: list[Path] = []
     try:
         server.start()
@@ -463,9 +470,12 @@ class ProfiledCondition:
             raise ValueError(f"{self.name!r} is not usable as a file name")
 
 
-def conditions_of(name_or_path: str, profile: str = "smoke", root: Path | None = None) -> list[ProfiledCondition]:
+def conditions_of(name_or_path: str, profile: str = "smoke", root: Path | None = None,
+                  target: str | None = None) -> list[ProfiledCondition]:
     """An ablation's slow and fast sets, or every condition of a claim experiment (its first
-    Python-driven workload, else its first workload), sized by `profile`."""
+    Python-driven workload, else its first workload), sized by `profile`. `target` names the
+    claim experiment's default target (as `claimlab run --target` does); levels that pick their
+    own target keep it."""
     from . import ablation, design, params
     from .store import project_root
     root = root or project_root()
@@ -473,10 +483,14 @@ def conditions_of(name_or_path: str, profile: str = "smoke", root: Path | None =
     ablation_file = path if path.suffix in (".yaml", ".yml") else root / "params" / "ablation" / f"{path}.yaml"
     if ablation_file.is_file() and ablation_file.parent.name == "ablation":
         abl = ablation.load(ablation_file, profile)
+        if target not in (None, abl.target.name):
+            raise ConfigError(str(ablation_file), "target", f"this ablation runs on {abl.target.name}, not {target}")
         return [ProfiledCondition("slow", abl.target, abl.slow, abl.workload),
                 ProfiledCondition("fast", abl.target, abl.fast, abl.workload)]
     from .servers import flavor_of
     exp = params.load(params.find(name_or_path, root / "params"), profile)
+    if target is not None:
+        exp = params.with_default_target(exp, target, "target")
     conds = design.conditions(exp)
     # Names and roles (`uca_ai`) spelled for the server; a level it lacks is left out.
     conds, _ = design.resolve_conditions(conds, {t: flavor_of(exp.targets[t]) for t in {c.target for c in conds}})

@@ -361,8 +361,12 @@ def scope_markdown(experiment: str) -> str:
     return path.read_text() if path.exists() else ""
 
 
+# Frames counted as the claim's code: debug-symbol names the sources quote (`my_strnncollsp_utf8mb3`,
+# `my_strnncoll_uca<...>`, `my_ismbchar_utf8mb4`, `my_charpos_mb`) and claimlab.symbols' names on
+# the stripped packages ("strnncoll [collation of my_charset_utf8mb4_0900_ai_ci]"); the lexer is
+# MariaDB's Lex_input_stream::lex_one_token and MySQL's my_sql_parser_lex (lex_one_token inlined).
 EVIDENCE_PATTERNS = {"collation_cost": r"strnncoll|collation|uca", "binlog_default": r"binlog|BIN_LOG|fsync|fdatasync",
-                     "charset_mismatch": r"ismbchar|charpos|Lex_input_stream|charset"}
+                     "charset_mismatch": r"ismbchar|charpos|Lex_input_stream|lex_one_token|my_sql_parser_lex|charset"}
 EVIDENCE_WORDS = {"collation_cost": "share in the comparison", "binlog_default": "share in binlog and fsync",
                   "charset_mismatch": "share in charset code and lexer"}
 

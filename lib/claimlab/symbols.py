@@ -1,8 +1,9 @@
 """Names for the functions a stripped server binary does not export.
 
-Why perf shows `[unknown]`: Debian's mariadbd has no `.symtab` and no debug package reachable
-here (its `.gnu_debuglink` points to a `-dbgsym` file from the debug archive); perf names an
-address from `.dynsym` only, which holds the ~29k exported functions. Static functions, among
+Why perf shows `[unknown]`: Debian's mariadbd and the mysqld claimlab unpacks from Debian sid
+have no `.symtab` and no debug package reachable here (their `.gnu_debuglink` points to a
+`-dbgsym` file from the debug archive); perf names an address from `.dynsym` only, which holds
+the exported functions (~29k in mariadbd 10.11, ~35k in mysqld 9.7). Static functions, among
 them every charset and collation routine the claims are about (the UCA comparison, `charpos`),
 are not exported. Frame pointers are intact (the call chains are complete), so `--call-graph
 dwarf` does not help, and neither does the build-id cache or `--symfs`: there is no symbol to find.
@@ -10,7 +11,8 @@ dwarf` does not help, and neither does the build-id cache or `--symfs`: there is
 Those functions are still reachable by name through exported *tables that point to them*:
 every `CHARSET_INFO` (`my_charset_utf8mb4_unicode_ci`, ...) points to a charset handler and a
 collation handler whose slots are function pointers in a fixed order (`MY_COLLATION_HANDLER`
-in MariaDB's `include/m_ctype.h`: init, strnncoll, strnncollsp, ...); C++ vtables (`_ZTV...`)
+in MariaDB's `include/m_ctype.h`: init, strnncoll, strnncollsp, ...; MySQL's
+`include/mysql/strings/m_ctype.h` orders them differently, see `HandlerLayout`); C++ vtables (`_ZTV...`)
 point to virtual methods. In a position-independent binary each such pointer is an
 `R_X86_64_RELATIVE` relocation whose addend is the function's address, and `.eh_frame` gives
 every function's start and end. `SymbolTable` reads these three with binutils' `readelf` and
@@ -31,17 +33,37 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-# Slot order of MariaDB 10.11's handler structs (include/m_ctype.h); `SymbolTable.check_slots`
-# compares them with the exported functions found in the same slots of exported handlers.
-COLLATION_SLOTS = ("init", "strnncoll", "strnncollsp", "strnncollsp_nchars", "strnxfrm", "strnxfrmlen",
-                   "like_range", "wildcmp", "strcasecmp", "instr", "hash_sort", "propagate", "min_str",
-                   "max_str", "get_id", "get_collation_name")
-CHARSET_SLOTS = ("init", "numchars", "charpos", "lengthsp", "numcells", "mb_wc", "wc_mb", "ctype",
-                 "caseup_str", "casedn_str", "caseup", "casedn", "snprintf", "long10_to_str",
-                 "longlong10_to_str", "fill", "strntol", "strntoul", "strntoll", "strntoull", "strntod",
-                 "strtoll10", "strntoull10rnd", "scan", "charlen", "well_formed_char_length", "copy_fix",
-                 "native_to_mb", "wc_to_printable")
-CHARSET_INFO_CSET, CHARSET_INFO_COLL = 184, 192   # byte offsets of `cset` and `coll` in CHARSET_INFO
+
+@dataclass(frozen=True)
+class HandlerLayout:
+    """Where a product's CHARSET_INFO keeps its handler pointers, and the slot order of those
+    handlers (function pointers in declaration order)."""
+
+    collation_slots: tuple[str, ...]
+    charset_slots: tuple[str, ...]
+    cset_offset: int = 184      # byte offsets of `cset` and `coll` in CHARSET_INFO (both products)
+    coll_offset: int = 192
+
+
+# MariaDB 10.11's include/m_ctype.h.
+MARIADB = HandlerLayout(
+    ("init", "strnncoll", "strnncollsp", "strnncollsp_nchars", "strnxfrm", "strnxfrmlen", "like_range",
+     "wildcmp", "strcasecmp", "instr", "hash_sort", "propagate", "min_str", "max_str", "get_id",
+     "get_collation_name"),
+    ("init", "numchars", "charpos", "lengthsp", "numcells", "mb_wc", "wc_mb", "ctype", "caseup_str",
+     "casedn_str", "caseup", "casedn", "snprintf", "long10_to_str", "longlong10_to_str", "fill", "strntol",
+     "strntoul", "strntoll", "strntoull", "strntod", "strtoll10", "strntoull10rnd", "scan", "charlen",
+     "well_formed_char_length", "copy_fix", "native_to_mb", "wc_to_printable"))
+# MySQL 8.0 to 9.x's include/mysql/strings/m_ctype.h: `uninit` after `init`, `ismbchar` and
+# `mbcharlen` first in the charset handler (the lexer's calls C1 is about).
+MYSQL = HandlerLayout(
+    ("init", "uninit", "strnncoll", "strnncollsp", "strnxfrm", "strnxfrmlen", "like_range", "wildcmp",
+     "strcasecmp", "strstr", "hash_sort", "propagate"),
+    ("init", "ismbchar", "mbcharlen", "numchars", "charpos", "well_formed_len", "lengthsp", "numcells",
+     "mb_wc", "wc_mb", "ctype", "caseup_str", "casedn_str", "caseup", "casedn", "snprintf", "long10_to_str",
+     "longlong10_to_str", "fill", "strntol", "strntoul", "strntoll", "strntoull", "strntod", "strtoll10",
+     "strntoull10rnd", "scan"))
+LAYOUTS = {"mariadb": MARIADB, "mysql": MYSQL}
 _CALL = re.compile(r"^\s*([0-9a-f]+):\s+(?:call|jmp)\s+([0-9a-f]+) <", re.M)
 HELPER_ROUNDS = 4
 _FDE = re.compile(r"FDE cie=\S+ pc=([0-9a-f]+)\.\.([0-9a-f]+)")
@@ -75,8 +97,10 @@ class SymbolTable:
             raise ValueError("function starts must be sorted and match their ends")
 
     @classmethod
-    def read(cls, binary: str | Path) -> SymbolTable:
+    def read(cls, binary: str | Path, vendor: str = "mariadb") -> SymbolTable:
+        """`vendor` ("mariadb" or "mysql", a Flavor's) picks the handler slot order."""
         binary = str(binary)
+        layout = LAYOUTS[vendor]
         ranges: dict[int, int] = {}
         for match in _FDE.finditer(_run("readelf", "-wf", binary)):
             start, end = int(match[1], 16), int(match[2], 16)
@@ -98,13 +122,13 @@ class SymbolTable:
                 objects.append((address, size, parts[3], nice_parts[3]))
         relocations = _relative_relocations(_run("readelf", "-rW", binary))
         names = dict(exported)
-        for address, name in _table_names(objects, relocations, ranges, exported).items():
+        for address, name in _table_names(objects, relocations, ranges, exported, layout).items():
             names.setdefault(address, name)
         for address, name in _vtable_names(binary, relocations, ranges, names).items():
             names[address] = name
         starts = tuple(sorted(ranges))
         ends = tuple(ranges[s] for s in starts)
-        names |= _helper_names(_direct_calls(_run("objdump", "-d", "--no-show-raw-insn", binary), starts, ends),
+        names |= _helper_names(_direct_calls(_call_lines(binary), starts, ends),
                                names, set(starts))
         return cls(binary, build_id(binary), starts, ends, names)
 
@@ -118,6 +142,20 @@ class SymbolTable:
     def name(self, address: int) -> str | None:
         start = self.function(address)
         return None if start is None else self.names.get(start)
+
+
+def _call_lines(binary: str) -> str:
+    """The call and jump lines of `objdump -d`, filtered by grep: the whole disassembly of an
+    80 MB mysqld is hundreds of MB of text that Python would otherwise carry and scan."""
+    objdump = subprocess.Popen(["objdump", "-d", "--no-show-raw-insn", binary], stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)   # a full stderr pipe blocks it
+    found = subprocess.run(["grep", "-E", r"^\s*[0-9a-f]+:\s+(call|jmp)\s+[0-9a-f]+ <"], stdin=objdump.stdout,
+                           capture_output=True, text=True)
+    objdump.stdout.close()
+    if objdump.wait() != 0 or found.returncode not in (0, 1):    # grep: 1 = no line matched
+        raise RuntimeError(f"objdump | grep failed on {binary} (exit {objdump.returncode}, "
+                           f"{found.returncode}): {found.stderr.strip()[:200]}")
+    return found.stdout
 
 
 def _relative_relocations(text: str) -> dict[int, int]:
@@ -135,36 +173,43 @@ def _relative_relocations(text: str) -> dict[int, int]:
 
 
 def _table_names(objects, relocations: dict[int, int], ranges: dict[int, int],
-                 exported: dict[int, str]) -> dict[int, str]:
+                 exported: dict[int, str], layout: HandlerLayout = MARIADB) -> dict[int, str]:
     """Names for unexported functions from the exported tables that point to them: collation and
     charset handlers (directly, or through a CHARSET_INFO), then vtables, then any other table."""
     by_address = {address: mangled for address, _, mangled, _ in objects}
-    found: dict[int, tuple[int, str]] = {}   # start -> (priority, name); lower priority wins
+    # start -> (priority, label, owners); lower priority wins, then the label that sorts first.
+    # Owners of an equal label are all kept: MySQL's utf8mb3_general_ci shares its collation
+    # handler with `filename`, and a reader should see both.
+    found: dict[int, tuple[int, str, set[str]]] = {}
 
-    def offer(target: int, priority: int, name: str) -> None:
+    def offer(target: int, priority: int, label: str, owner: str = "") -> None:
         if target in ranges and target not in exported:
-            if target not in found or found[target] > (priority, name):
-                found[target] = (priority, name)
+            if target not in found or found[target][:2] > (priority, label):
+                found[target] = (priority, label, set())
+            if found[target][:2] == (priority, label) and owner:
+                found[target][2].add(owner)
 
-    def handler(table: int, slots: tuple[str, ...], owner: str, priority: int) -> None:
+    def handler(table: int, slots: tuple[str, ...], prefix: str, owner: str, priority: int) -> None:
         for index, role in enumerate(slots):
             target = relocations.get(table + 8 * index)
             if target is not None:
-                offer(target, priority, f"{role} [{owner}]")
+                offer(target, priority, f"{role} [{prefix}", owner)
 
     for address, size, mangled, nice in objects:
-        if mangled.startswith("my_charset_") and size >= CHARSET_INFO_COLL + 8:
-            for offset, slots, kind in ((CHARSET_INFO_COLL, COLLATION_SLOTS, "collation"),
-                                        (CHARSET_INFO_CSET, CHARSET_SLOTS, "charset")):
+        if mangled.startswith("my_charset_") and size >= layout.coll_offset + 8:
+            for offset, slots, kind in ((layout.coll_offset, layout.collation_slots, "collation"),
+                                        (layout.cset_offset, layout.charset_slots, "charset")):
                 table = relocations.get(address + offset)
                 if table is None:
                     continue
-                owner = by_address.get(table) or f"{kind} of {mangled}"
-                handler(table, slots, owner, 0 if table not in by_address else 1)
+                if table in by_address:
+                    handler(table, slots, "", by_address[table], 1)
+                else:
+                    handler(table, slots, f"{kind} of ", mangled, 0)
         elif "collation_handler" in mangled:
-            handler(address, COLLATION_SLOTS, mangled, 1)
+            handler(address, layout.collation_slots, "", mangled, 1)
         elif mangled.startswith("my_charset_") and mangled.endswith("_handler"):
-            handler(address, CHARSET_SLOTS, mangled, 1)
+            handler(address, layout.charset_slots, "", mangled, 1)
         elif mangled.startswith("_ZTV"):
             owner = nice.removeprefix("vtable for ")
             for slot in range(2, size // 8):
@@ -176,7 +221,16 @@ def _table_names(objects, relocations: dict[int, int], ranges: dict[int, int],
                 target = relocations.get(address + 8 * slot)
                 if target is not None:
                     offer(target, 3, f"entry {slot} of {nice}")
-    return {target: name for target, (_, name) in found.items()}
+    return {target: label + _owners(owners) for target, (_, label, owners) in found.items()}
+
+
+def _owners(owners: set[str], shown: int = 3) -> str:
+    """The closing part of a handler slot's name: its tables, the first few by name."""
+    if not owners:
+        return ""
+    names = sorted(owners)
+    more = f" +{len(names) - shown} more" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more + "]"
 
 
 def _vtable_names(binary: str, relocations: dict[int, int], ranges: dict[int, int],

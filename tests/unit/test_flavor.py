@@ -104,3 +104,15 @@ def test_mariadb_10_8_has_no_log_fsync_counter():
     assert "Innodb_os_log_fsyncs" not in MARIADB1011.status_counters()
     assert "Innodb_os_log_fsyncs" in MARIADB105.status_counters()
     assert "Innodb_os_log_fsyncs" in MYSQL97.status_counters()
+
+
+def test_valgrind_settings_per_flavour():
+    """MariaDB caps the pool's reserved maximum (it cannot reserve the default under valgrind);
+    MySQL has no such option and would refuse to start with it. Both use simulated AIO."""
+    mariadb = Flavor("mariadb", (10, 11, 14)).valgrind_options(ServerOptions(innodb_buffer_pool_size="512M"))
+    assert mariadb.innodb_buffer_pool_size == "512M"
+    assert dict(mariadb.extra) == {"innodb-buffer-pool-size-max": "512M", "skip-innodb-use-native-aio": "ON"}
+    mysql = Flavor("mysql", (9, 7, 4)).valgrind_options(ServerOptions(log_bin=False))
+    assert mysql.innodb_buffer_pool_size == "128M" and mysql.log_bin is False
+    assert dict(mysql.extra) == {"innodb-use-native-aio": "OFF"}
+    assert "innodb-use-native-aio=OFF" in Flavor("mysql", (9, 7, 4)).option_lines(mysql)

@@ -125,6 +125,18 @@ class Flavor:
                     "--auth-root-authentication-method=normal", "--skip-test-db"]
         return [str(binary), f"--defaults-file={defaults_file}", "--initialize-insecure", "--user=root"]
 
+    def valgrind_options(self, opts: ServerOptions, pool: str = "128M") -> ServerOptions:
+        """The settings InnoDB needs to start under valgrind, which does not emulate native AIO
+        (both products then use simulated AIO). MariaDB 10.11 also reserves address space for
+        `innodb_buffer_pool_size_max` and cannot reserve its default there, so the maximum is
+        capped at the pool's size; MySQL has no such option (it would refuse to start)."""
+        size = opts.innodb_buffer_pool_size or pool
+        if self.vendor == "mariadb":
+            extra = {"innodb-buffer-pool-size-max": size, "skip-innodb-use-native-aio": "ON"}
+        else:
+            extra = {"innodb-use-native-aio": "OFF"}
+        return opts.merged(ServerOptions(innodb_buffer_pool_size=size, extra=tuple(extra.items())))
+
     # -- names: roles and spellings --------------------------------------------------------
     def resolve(self, name: str) -> tuple[str | None, str | None]:
         """A charset or collation name (or role) as this server spells it: (name, None), or

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import mysql.connector
@@ -85,8 +86,11 @@ class Launcher:
         self._installations: dict[TargetSpec, Installation] = {}
         self._external_locks: dict[str, object] = {}
 
-    def prepare(self, target: TargetSpec, options: ServerOptions, fresh: bool = False) -> Server:
-        """A server for `target` with `options`, not yet started (`start()` starts it)."""
+    def prepare(self, target: TargetSpec, options: ServerOptions, fresh: bool = False,
+                program: Path | None = None) -> Server:
+        """A server for `target` with `options`, not yet started (`start()` starts it).
+        `program` runs instead of the installation's binary, with its layout and flavour (e.g. a
+        script that starts it under valgrind: claimlab.profiling)."""
         if target.kind == "external":
             if options != ServerOptions():
                 raise ConfigError("(params)", f"targets.{target.name}",
@@ -99,7 +103,10 @@ class Launcher:
             shutil.rmtree(home)
         if target not in self._installations:       # found (and its --version run) once per run
             self._installations[target] = installation(target)
-        return LocalServer(target, self._installations[target], home, effective)
+        inst = self._installations[target]
+        if program is not None:
+            inst = replace(inst, binary=Path(program))
+        return LocalServer(target, inst, home, effective)
 
     def _lock_external(self, target: TargetSpec) -> None:
         if target.name in self._external_locks:
