@@ -154,9 +154,11 @@ def render_html(notebook: Path, show_code: bool = False) -> Path:
 
 def build(*, profile: str = "quick", run_ids: list[str] | None = None, out_dir: Path | None = None,
           show_code: bool = False, data_dir: Path | None = None, experiments: list[str] | None = None,
-          figures_dir: Path | None = None, targets: Iterable[str] = ("mariadb", "mysql"), log=print) -> Path:
+          figures_dir: Path | None = None, targets: Iterable[str] = ("mariadb", "mysql"),
+          cpu_evidence: bool = True, log=print) -> Path:
     """Run (or re-analyse) every claim notebook, on every target that can run here, then the
-    summary, then the index."""
+    summary, then the index. New runs get CPU evidence (perf, callgrind) unless `cpu_evidence`
+    is False; re-analysed runs show what is stored with them."""
     root = project_root()
     out_dir = (out_dir or root / "reports").resolve()
     data_dir = data_dir.resolve() if data_dir else None   # None: new runs in runs/, reads from runs/ and data/raw
@@ -179,7 +181,7 @@ def build(*, profile: str = "quick", run_ids: list[str] | None = None, out_dir: 
             "experiment": experiment, "profile": profile, "run_ids": ids, "targets": list(targets),
             "data_dir": _text(data_dir), "figures_dir": str(figures_dir), "summary_json": str(summary_path),
             "start_servers": ids is None,
-            "cpu_evidence": ids is None}, root, NOTEBOOKS[experiment])   # from data: no server
+            "cpu_evidence": cpu_evidence and ids is None}, root, NOTEBOOKS[experiment])   # from data: no server
         built.append(Built(experiment, nb, render_html(nb, show_code), json.loads(summary_path.read_text())))
     log("summary")
     summary_nb = execute(SUMMARY, out_dir, {
@@ -193,7 +195,7 @@ def build(*, profile: str = "quick", run_ids: list[str] | None = None, out_dir: 
             # An investigation runs many configurations: a quick build runs it at the smoke size.
             nb = execute(notebook, out_dir, {"profile": profile if profile == "full" else "smoke",
                                              "data_dir": _text(data_dir), "start_servers": True,
-                                             "cpu_evidence": True,
+                                             "cpu_evidence": cpu_evidence,
                                              "figures_dir": str(figures_dir),
                                              "profile_dir": str(figures_dir / name / "profiles")}, root)
             investigations.append(render_html(nb, show_code))

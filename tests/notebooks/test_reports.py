@@ -20,8 +20,10 @@ from conftest import ROOT, run_cli
 @pytest.fixture(scope="module")
 def built(tmp_path_factory, mariadbd):
     base = tmp_path_factory.mktemp("report")
+    # Both servers, every claim, the investigation; CPU evidence is exercised from stored runs
+    # (test_claim_report_from_shipped_data...) and by tests/integration/test_*evidence*.
     index = report.build(profile="smoke", out_dir=base / "reports", data_dir=base / "raw",
-                         figures_dir=base / "figures", log=lambda msg: None)
+                         figures_dir=base / "figures", cpu_evidence=False, log=lambda msg: None)
     return base, index
 
 
