@@ -176,7 +176,7 @@ def verdict_label(row) -> str:
 def verdict_lines(rows) -> list[str]:
     """The verdict table as plain text, one line per comparison and server, columns aligned:
     what a terminal shows at the end of `claimlab report`."""
-    header = ("CLAIM", "COMPARISON", "SERVER", "MEASURED [95%]", "PUBLISHED", "VERDICT")
+    header = ("CLAIM", "COMPARISON", "SERVER", "MEASURED [INTERVAL]", "PUBLISHED", "VERDICT")
     lines = []
     for r in rows:
         measured = ("not measured" if r.get("verdict") == "not_tested" or r.get("estimate") is None else
