@@ -57,7 +57,7 @@ PHASES = ("start_s", "prepare_s", "warmup_s", "probe_s", "quiet_s", "stop_s", "c
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--run", nargs="*", default=None, help="stored run ids to report on")
+    ap.add_argument("--run", nargs="+", default=None, help="stored run ids to report on (no server)")
     ap.add_argument("--profile", default="quick", choices=params.PROFILES)
     ap.add_argument("--data", type=Path, help="where runs are stored (default data/raw)")
     ap.add_argument("--target", help="run on this target (default: the params file's)")

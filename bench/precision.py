@@ -62,7 +62,7 @@ def table(run_dirs: list[Path]) -> pd.DataFrame:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--run", nargs="*", default=None, help="stored run ids to report on (no server)")
+    ap.add_argument("--run", nargs="+", default=None, help="stored run ids to report on (no server)")
     ap.add_argument("--profile", default="quick", choices=params.PROFILES)
     ap.add_argument("--experiment", nargs="*", help="params names (default: every claim's)")
     ap.add_argument("--target", nargs="*", default=["mariadb", "mysql"], help="targets to run on")
