@@ -135,21 +135,9 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _find_params(name: str) -> Path:
-    """A params file by name or path; an unknown name lists the experiments there are."""
-    try:
-        return params_mod.find(name)
-    except ClaimlabError:
-        known = sorted(p.stem for p in Path("params").glob("*.yaml"))
-        if Path(name).suffix in (".yaml", ".yml") or not known:
-            raise
-        raise ClaimlabError(f"no experiment {name!r} (params/{name}.yaml); experiments: "
-                            f"{', '.join(known)}") from None
-
-
 def _params_paths(names: list[str]) -> list[Path]:
     if names:
-        return [_find_params(n) for n in names]
+        return [params_mod.find(n) for n in names]
     root = Path("params")
     paths = sorted(root.glob("*.yaml"))
     if not paths:
@@ -159,7 +147,7 @@ def _params_paths(names: list[str]) -> list[Path]:
 
 def cmd_run(args) -> int:
     from . import runner, stats
-    exp = params_mod.load(_find_params(args.params), args.profile)
+    exp = params_mod.load(params_mod.find(args.params), args.profile)
     if args.target:
         exp = params_mod.with_default_target(exp, args.target, "--target")
     try:
