@@ -146,15 +146,18 @@ def _params_paths(names: list[str]) -> list[Path]:
 
 
 def cmd_run(args) -> int:
-    from . import runner, stats
+    from . import runner
     exp = params_mod.load(params_mod.find(args.params), args.profile)
+    should_stop = None
+    if exp.design.sequential is not None:   # the statistics (scipy, pandas) load only when asked
+        from . import stats
+        should_stop = stats.stopping_for(exp)
     if args.target:
         exp = params_mod.with_default_target(exp, args.target, "--target")
     try:
         outcome = runner.run(exp, data_root=args.data, work_root=args.work, resume=args.resume,
                              progress=not args.no_progress and sys.stderr.isatty(),
-                             should_stop=stats.stopping_for(exp),
-                             log=lambda line: print(line, file=sys.stderr))
+                             should_stop=should_stop, log=lambda line: print(line, file=sys.stderr))
     except runner.Interrupted as exc:
         run_id = getattr(exc, "run_id", "")
         if not run_id:

@@ -254,6 +254,7 @@ class Analysis:
     claim: Claim
     table: pd.DataFrame
     notes: tuple[str, ...] = ()   # runs unfinished or unverified
+    paths: tuple[Path, ...] = ()  # every run's directory, in run_id's order
 
 
 def analyze_runs(run_ids: Iterable[str], data_root: Path | None = None, *, accept_modified: bool = False,
@@ -289,19 +290,19 @@ def analyze_runs(run_ids: Iterable[str], data_root: Path | None = None, *, accep
         names = " ".join(path.name for path, *_ in runs)
         table = stats.analyze(results, claim, stop_rule=rules.pop(), **options)
         out.append(Analysis(names, runs[0][0], results, claim, table.assign(run_id=names),
-                            tuple(note for *_, note in runs if note)))
+                            tuple(note for *_, note in runs if note), tuple(path for path, *_ in runs)))
     return out
 
 
 def runs_markdown(analyses: list[Analysis]) -> str:
     """Which runs a summary shows, said from the runs themselves (shipped or not, profile, when)."""
-    from .store import find_run
     shipped = set(shipped_run_ids())
     lines, shown = [], set()
     for a in analyses:
-        for run_id in a.run_id.split():
+        for path in a.paths:
+            run_id = path.name
             shown.add(run_id)
-            m = read_manifest(find_run(run_id))
+            m = read_manifest(path)
             origin = "shipped" if run_id in shipped else "a run of this build, not a shipped one"
             when = str(m.get("created_at", ""))[:16].replace("T", " ")
             lines.append(f"- **{a.claim.id}** `{run_id}` on {m.get('default_target') or 'its target'}: {origin}, "

@@ -199,6 +199,12 @@ def test_crash_of_claimlab_leaves_a_resumable_run_and_its_server_is_reaped(tmp_p
     assert not any(pid_alive(p) for p in _server_pids(run_dir))
 
 
+def _claims():
+    from claimlab.claims import load_claims
+    from conftest import ROOT
+    return load_claims(ROOT / "data" / "claims.yaml")
+
+
 def test_sequential_design_stops_when_the_claim_is_decided(tmp_path, write_params, mariadbd):
     from claimlab import stats
     text = EXP.format(rows=300, iterations=2).replace("ins:", "insert_loop:").replace(
@@ -207,10 +213,16 @@ def test_sequential_design_stops_when_the_claim_is_decided(tmp_path, write_param
     outcome = runner.run(exp, data_root=tmp_path / "raw", work_root=tmp_path / "work", progress=False,
                          should_stop=stats.stopping_for(exp))
     decisions = [e for e in _events(outcome.path) if e["event"] == "sequential"]
-    assert decisions and decisions[-1]["stop"] is True
-    blocks = read_results(outcome.path)["repetition"].nunique()
-    assert 3 <= blocks < 8, decisions       # binlog on vs off is decided long before the cap
-    assert [d["blocks"] for d in decisions] == list(range(1, blocks + 1))[-len(decisions):]
+    results = read_results(outcome.path)
+    blocks = results["repetition"].nunique()
+    # Asked after every complete block; it stops at the first "stop", or the design's cap ends it.
+    assert [d["blocks"] for d in decisions] == list(range(1, len(decisions) + 1))
+    assert [d["stop"] for d in decisions[:-1]] == [False] * (len(decisions) - 1)
+    assert (decisions[-1]["stop"] and 3 <= blocks < 8) or (not decisions[-1]["stop"] and blocks == 8), decisions
+    # The last recorded decision is the statistics' own answer on the stored data (on a quiet machine
+    # binlog on vs off is decided after 3-4 blocks; under load it may need them all).
+    again = stats.should_stop(results, _claims()["C4"], StopRule.of_manifest(read_manifest(outcome.path)))
+    assert again.stop == decisions[-1]["stop"] or blocks == 8
     assert StopRule.of_manifest(read_manifest(outcome.path)).max_blocks == 8
 
 

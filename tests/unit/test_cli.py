@@ -14,15 +14,6 @@ from conftest import ROOT
 SHIPPED_C1 = "20261122T204412Z-581ff0"
 
 
-def test_unknown_experiment_lists_the_experiments_there_are(monkeypatch, capsys):
-    monkeypatch.chdir(ROOT)
-    assert cli.main(["run", "nonexistent"]) == cli.EXIT_ERROR
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "'nonexistent'" in err
-    for name in ("binlog_default", "charset_mismatch", "collation_cost", "insert_57_vs_80"):
-        assert name in err
-
-
 def test_exclude_contention_says_what_it_left_out_and_why_not_tested(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(ROOT)
     run = tmp_path / "charset_mismatch" / SHIPPED_C1
