@@ -33,6 +33,16 @@ def _errors(nb_path: Path) -> list[str]:
             for o in c.get("outputs", []) if o.output_type == "error"]
 
 
+def _mysql_available() -> bool:
+    from claimlab.errors import ClaimlabError
+    from claimlab.servers import TargetSpec, check_available
+    try:
+        check_available(TargetSpec(name="mysql", kind="mysql-debian"))
+        return True
+    except ClaimlabError:
+        return False
+
+
 @pytest.mark.parametrize("experiment", sorted(report.NOTEBOOKS))
 def test_claim_notebook_ran_end_to_end(built, experiment):
     base, _ = built
@@ -41,9 +51,13 @@ def test_claim_notebook_ran_end_to_end(built, experiment):
     summary = json.loads((base / "reports" / f"{experiment}.summary.json").read_text())
     assert summary["profile"] == "smoke" and summary["rows"]
     assert {r["verdict"] for r in summary["rows"]} <= {"supported", "contradicted", "inconclusive", "not_tested"}
-    manifest = read_manifest(find_run(summary["run_id"], base / "raw"))
+    manifests = [read_manifest(find_run(run_id, base / "raw")) for run_id in summary["run_ids"]]
+    # One run per embedded server that can run here (MySQL whenever `make setup` could fetch it).
+    expected = {"mariadb"} | ({"mysql"} if _mysql_available() else set())
+    assert {m["default_target"] for m in manifests} == expected
+    assert {r["target"] for r in summary["rows"] if r["verdict"] != "not_tested"} == expected
     # Inside a kernel too, the connector's C extension must load (see claimlab/__init__.py).
-    assert manifest["provenance"]["connector_implementation"] == "c-extension"
+    assert all(m["provenance"]["connector_implementation"] == "c-extension" for m in manifests)
     claim_figures = base / "figures" / summary["claim"]
     for name in ["effects", "observations", "run_order"]:
         assert (claim_figures / f"{name}.png").stat().st_size > 1000
