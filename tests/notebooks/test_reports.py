@@ -69,7 +69,7 @@ def test_index_lists_every_claim_and_links_reports(built):
     text = index.read_text()
     assert 'href="05_why_slower.html"' in text
     for name in report.NOTEBOOKS.values():
-        assert f"href='{name}.html'" in text
+        assert f'href="{name}.html"' in text
         assert (base / "reports" / f"{name}.html").exists()
     for claim in ("C1", "C2", "C3", "C4"):
         assert f">{claim}: " in text

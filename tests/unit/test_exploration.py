@@ -3,9 +3,11 @@ comparison that agrees with stats.analyze on the same data."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from claimlab import exploration, report
+from claimlab import exploration, report, store
 from claimlab.errors import DataError
 from conftest import ROOT
 
@@ -17,7 +19,11 @@ def test_runs_lists_the_shipped_runs_with_their_servers():
     ids = report.shipped_run_ids(ROOT)
     shipped = table[table["run_id"].isin(ids)]
     assert len(shipped) == len(ids)
-    assert shipped["servers"].str.contains("MariaDB").all()
+    # One run per server and experiment: each lists the server it measured.
+    for row in shipped.itertuples(index=False):
+        target = store.read_manifest(Path(row.path))["default_target"]
+        assert ("MariaDB" in row.servers) == (target == "mariadb"), (row.run_id, target, row.servers)
+        assert ("9.7" in row.servers) == (target == "mysql"), (row.run_id, target, row.servers)
 
 
 def test_select_filters_by_claim_server_condition_and_metric():
