@@ -166,13 +166,6 @@ def _words(identifier: str) -> str:
     return str(identifier).replace("_vs_", " vs ").replace("_", " ")
 
 
-def verdict_label(row) -> str:
-    """Plain words with the size relation, e.g. "supported, effect smaller than published"."""
-    word = str(row["verdict"]).replace("_", " ")
-    size = size_relation(row)
-    return f"{word}, {size}" if size and row["verdict"] != "not_tested" else word
-
-
 def verdict_lines(rows) -> list[str]:
     """The verdict table as plain text, one line per comparison and server, columns aligned:
     what a terminal shows at the end of `claimlab report`."""

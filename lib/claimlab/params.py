@@ -37,7 +37,6 @@ from .store import RESERVED_COLUMNS
 
 PROFILES = ("smoke", "quick", "full")
 # A factor becomes a column of results.csv beside these: a clash makes the file unreadable.
-RESERVED_FACTOR_NAMES = RESERVED_COLUMNS
 _SIZE = re.compile(r"^([0-9]+)([KMGkmg]?)$")
 _SIZE_RANGE = (5 << 20, 1 << 40)     # innodb_buffer_pool_size: MySQL's minimum 5M; at most 1T
 
@@ -364,7 +363,7 @@ class ParamsFile(Model):
             if not getattr(self, key):
                 raise fail(f"declare at least one {key[:-1]}", key)
         for name, levels in self.factors.items():
-            if name in RESERVED_FACTOR_NAMES:
+            if name in RESERVED_COLUMNS:
                 raise fail(f"{show(name)} is a results column; name the factor otherwise", f"factors.{name}")
             if not levels:
                 raise fail("a factor needs at least one level", f"factors.{name}")
