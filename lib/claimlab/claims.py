@@ -22,6 +22,7 @@ from .schema import Model, Text, fail, kind_of, read_yaml, show, validate
 
 KINDS = ("effect", "null")
 DIRECTIONS = ("lower", "higher", "two_sided")
+STATISTICS = ("mean", "min", "max")   # what a block contributes: see Comparison
 DEFAULT_EQUIVALENCE_MARGIN = 0.05
 _CLAIM_ID = re.compile(r"^C[0-9]+$")
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_]*$")
@@ -83,7 +84,10 @@ class Comparison:
     derived from the ratio when one is published. A `null` comparison predicts no difference and
     is decided against `equivalence_margin` (a ratio within 1 ± margin counts as no difference).
     `family` names the multiplicity family whose error rate is controlled jointly (default: the
-    comparison alone); equivalence comparisons never share a family with effects.
+    comparison alone); equivalence comparisons never share a family with effects. `statistic`
+    says what each block contributes: "mean" (geometric means; the default) or the block's
+    "min"/"max" of each side (for CPU-bound work whose noise only slows it: see
+    `stats.observations.block_log_ratios`).
     """
 
     name: str
@@ -99,8 +103,11 @@ class Comparison:
     equivalence_margin: float = DEFAULT_EQUIVALENCE_MARGIN
     note: str = ""
     family: str = ""
+    statistic: str = "mean"
 
     def __post_init__(self) -> None:
+        if self.statistic not in STATISTICS:
+            raise ValueError(f"statistic must be one of {STATISTICS}, not {self.statistic!r}")
         if not self.family:
             object.__setattr__(self, "family", self.name)
         if not _NAME.match(self.family):
@@ -201,6 +208,7 @@ class _Comparison(Model):
     equivalence_margin: float = DEFAULT_EQUIVALENCE_MARGIN
     source_target: Text | None = None
     family: Text | None = None
+    statistic: Text = "mean"
     note: str = ""
 
 
@@ -272,4 +280,5 @@ def _comparison(c: _Comparison, claim_target: str, source: str | Path, where: st
     return _build(Comparison, source, where, name=c.name, experiment=c.experiment, workload=c.workload,
                   metric=c.metric, kind=c.kind, source_target=c.source_target or claim_target,
                   direction=direction, published_ratio=c.published_ratio,
-                  equivalence_margin=c.equivalence_margin, family=c.family or "", note=c.note, **sides)
+                  equivalence_margin=c.equivalence_margin, family=c.family or "", note=c.note,
+                  statistic=c.statistic, **sides)

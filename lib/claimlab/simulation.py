@@ -72,9 +72,15 @@ class Draw:
     paired: bool
 
     def block_log_ratios(self, baseline: int = 0, treatment: int = 1, *,
-                         normal_only: bool = False) -> np.ndarray:
+                         normal_only: bool = False, statistic: str = "mean") -> np.ndarray:
         """(sims, runs, blocks) log ratios, computed as `stats.block_log_ratios` does (rounds
-        paired; with `normal_only` a round goes when either side is slow, NaN when none is left)."""
+        paired; with `normal_only` a round goes when either side is slow, NaN when none is left;
+        with statistic "min"/"max", each side's smallest/largest value of the block)."""
+        if statistic != "mean":
+            if normal_only:
+                raise ValueError("the block minimum needs no witness: use all rounds")
+            pick = np.min if statistic == "min" else np.max
+            return pick(self.logs[..., treatment, :], -1) - pick(self.logs[..., baseline, :], -1)
         diff = self.logs[..., treatment, :] - self.logs[..., baseline, :]
         if not normal_only:
             return diff.mean(-1)

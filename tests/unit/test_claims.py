@@ -100,7 +100,7 @@ def test_family_is_an_optional_name_never_mixing_effects_and_equivalence(raw):
         (lambda d: d["claims"]["C4"]["comparisons"][0].update(publised_ratio=2.85),
          "claims.C4.comparisons[0].publised_ratio",
          "baseline, direction, equivalence_margin, experiment, family, kind, metric, name, note, "
-         "published_ratio, source_target, treatment, workload"),
+         "published_ratio, source_target, statistic, treatment, workload"),
         (lambda d: d["claims"]["C4"]["published"][0].update(units="s"), "claims.C4.published[0].units",
          "note, unit, value, what"),
     ],

@@ -18,7 +18,7 @@ from claimlab.claims import Claim
 from claimlab.stopping import StopRule
 
 from .intervals import log_ratio, run_components
-from .observations import as_matrix
+from .observations import as_matrix, block_statistic_rule
 from .power import POWER, blocks_for_margin, blocks_needed, holm, minimal_detectable_effect, paired_power
 from .selection import Group, Policy, comparison_groups, family_sizes
 from .sequential import sequential_alpha
@@ -26,7 +26,9 @@ from .verdicts import VERDICTS, target_note, verdict
 
 SMALL_EFFECT = 0.05
 
-# One row per comparison and target. estimate: ratio of geometric means treatment / baseline;
+# One row per comparison and target. statistic: what a block contributes (claims.yaml; "mean":
+# geometric means, "min"/"max": each side's best value per block); estimate: exp of the mean
+# block log ratio, treatment / baseline (a ratio of geometric means with "mean");
 # ci_low/ci_high at `confidence` (the family's share of alpha, and the stopping rule's level);
 # p_value: paired t of ratio 1 (the interval's dual); p_family: Holm within the family;
 # n_runs/n_blocks: top-level units and blocks used; pairing: "rounds" when both sides shared
@@ -37,7 +39,7 @@ SMALL_EFFECT = 0.05
 # change); flagged_share: share of measurements the speed witness saw slow (NaN: no witness).
 TABLE_COLUMNS = (
     "claim", "comparison", "kind", "direction", "family", "family_size", "experiment",
-    "workload", "metric", "baseline", "treatment", "target", "server_version", "n_runs",
+    "workload", "metric", "statistic", "baseline", "treatment", "target", "server_version", "n_runs",
     "n_blocks", "n_obs_baseline", "n_obs_treatment", "pairing", "estimate", "ci_low", "ci_high",
     "confidence", "p_value", "p_family", "sd_unit", "mde", "power_published", "units_needed",
     "published_ratio", "published_in_ci", "equivalence_margin", "flagged_share", "contention",
@@ -100,7 +102,8 @@ def _row(claim: Claim, group: Group, family_size: int, alpha: float, rule: StopR
         "claim": claim.id, "comparison": comparison.name, "kind": comparison.kind,
         "direction": comparison.direction, "family": comparison.family,
         "experiment": comparison.experiment, "workload": comparison.workload,
-        "metric": comparison.metric, "baseline": comparison.baseline.label,
+        "metric": comparison.metric, "statistic": comparison.statistic,
+        "baseline": comparison.baseline.label,
         "treatment": comparison.treatment.label, "target": group.target,
         "published_ratio": comparison.published_ratio,
         "equivalence_margin": comparison.equivalence_margin, "flagged_share": group.flagged_share,
@@ -126,8 +129,11 @@ def _row(claim: Claim, group: Group, family_size: int, alpha: float, rule: StopR
     pairing = ("rounds" if blocks["paired"].all() else "blocks" if not blocks["paired"].any()
                else "mixed") if len(blocks) else ""
     units = "runs" if n_runs >= 2 else "blocks"
+    if comparison.statistic != "mean":
+        extra.append(f"block statistic: {block_statistic_rule(comparison.statistic)}")
     extra.append(f"t interval over {df + 1:.0f} {units} (df {df:.0f}); "
-                 + {"rounds": "paired round by round within each server start",
+                 + {"rounds": "paired round by round within each server start" if comparison.statistic == "mean"
+                    else "both sides in each server start",
                     "blocks": "each side's geometric mean per block (separate server starts)",
                     "mixed": "paired by rounds where both sides shared a server start",
                     "": ""}[pairing])

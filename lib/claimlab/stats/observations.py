@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from claimlab.claims import STATISTICS
 from claimlab.errors import DataError
 from claimlab.store import BASE_COLUMNS, TAIL_COLUMNS
 
@@ -102,17 +103,23 @@ def outlier_rule(threshold: float = OUTLIER_Z) -> str:
             "server start, scaled by the condition's MAD (Iglewicz & Hoaglin 1993)")
 
 
-def block_log_ratios(base: pd.DataFrame, treat: pd.DataFrame, strata: list[str]) -> pd.DataFrame:
+def block_log_ratios(base: pd.DataFrame, treat: pd.DataFrame, strata: list[str],
+                     statistic: str = "mean") -> pd.DataFrame:
     """One log ratio log(treatment) - log(baseline) per block, and how it was paired.
 
     Within a block and stratum (a level combination of the factors the comparison does not
-    set): when both sides were measured in the same server process (same `seq` and `attempt`),
-    rounds are paired by `iteration` and the log ratios of matched rounds averaged (a round
-    with one side missing or excluded is left out, and counted); otherwise the ratio is of the
-    two sides' geometric means. The block's log ratio is the mean over its strata. Blocks with
+    set), with `statistic` "mean": when both sides were measured in the same server process
+    (same `seq` and `attempt`), rounds are paired by `iteration` and the log ratios of matched
+    rounds averaged (a round with one side missing or excluded is left out, and counted);
+    otherwise the ratio is of the two sides' geometric means. With "min" (or "max"): the ratio
+    of each side's smallest (largest) value in the block and stratum, the undisturbed value
+    when the machine's noise can only slow a measurement (a time: min; a rate: max); see
+    `block_statistic_rule`. The block's log ratio is the mean over its strata. Blocks with
     one side only are left out, and counted. Columns: run_id, repetition, log_ratio, paired
     (rounds matched in every stratum), n_pairs (matched rounds), unmatched (rounds left out).
     """
+    if statistic not in STATISTICS:
+        raise ValueError(f"statistic must be one of {STATISTICS}, not {statistic!r}")
     keys = [*BLOCK_KEYS, *strata]
     rounds = [*keys, "seq", "attempt", "iteration"]
     sides = [side.assign(_log=np.log(side["value"].to_numpy(dtype=float)))
@@ -129,11 +136,12 @@ def block_log_ratios(base: pd.DataFrame, treat: pd.DataFrame, strata: list[str])
         elif key in paired_strata:
             both = has_b & has_t
             diff = (part["t"] - part["b"])[both]
-            strata_rows.append((*key, diff.mean(), True, int(both.sum()),
-                                int((has_b ^ has_t).sum())))
+            value = diff.mean() if statistic == "mean" else _side_log(
+                sides[1], key, keys, statistic) - _side_log(sides[0], key, keys, statistic)
+            strata_rows.append((*key, value, True, int(both.sum()), int((has_b ^ has_t).sum())))
         else:
-            strata_rows.append((*key, _side_mean(sides[1], key, keys) - _side_mean(sides[0], key, keys),
-                                False, 0, 0))
+            strata_rows.append((*key, _side_log(sides[1], key, keys, statistic)
+                                - _side_log(sides[0], key, keys, statistic), False, 0, 0))
     frame = pd.DataFrame(strata_rows, columns=[*keys, "log_ratio", "paired", "n_pairs", "unmatched"])
     frame = frame.dropna(subset=["log_ratio"])
     return frame.groupby(list(BLOCK_KEYS), sort=True).agg(
@@ -141,12 +149,22 @@ def block_log_ratios(base: pd.DataFrame, treat: pd.DataFrame, strata: list[str])
         unmatched=("unmatched", "sum")).reset_index()
 
 
-def _side_mean(side: pd.DataFrame, key: tuple, keys: list[str]) -> float:
-    """Mean log value of one side's rows in one block and stratum (its geometric mean, logged)."""
+def _side_log(side: pd.DataFrame, key: tuple, keys: list[str], statistic: str) -> float:
+    """`statistic` of one side's log values in one block and stratum (mean: its geometric mean)."""
     mask = np.ones(len(side), dtype=bool)
     for column, value in zip(keys, key):
         mask &= (side[column] == value).to_numpy()
-    return float(side.loc[mask, "_log"].mean())
+    return float(side.loc[mask, "_log"].agg(statistic))
+
+
+def block_statistic_rule(statistic: str) -> str:
+    """What a block contributes, in words, for notes and reports."""
+    if statistic == "mean":
+        return "each block's mean log ratio (paired rounds) or ratio of geometric means"
+    which = "smallest" if statistic == "min" else "largest"
+    return (f"each side's {which} value per block (the undisturbed one: this machine's noise only "
+            "slows a measurement; Chen & Revels, \"Robust benchmarking in noisy environments\", "
+            "arXiv:1608.04295, 2016)")
 
 
 def as_matrix(blocks: pd.DataFrame) -> np.ndarray:

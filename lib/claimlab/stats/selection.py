@@ -151,7 +151,7 @@ def _group(comparison, target, base, treat, policy: Policy, notes, strata) -> Gr
     if kept_base.empty or kept_treat.empty:
         return Group(comparison, target, flagged_share=share, notes=tuple(filter(None, notes)),
                      reason=f"every row of one side excluded ({'; '.join(filter(None, notes))})")
-    blocks = block_log_ratios(kept_base, kept_treat, strata)
+    blocks = block_log_ratios(kept_base, kept_treat, strata, comparison.statistic)
     one_sided = _one_sided_blocks(kept_base, kept_treat)
     if one_sided:
         notes.append(f"{one_sided} block(s) with one side only left out")
