@@ -27,6 +27,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import psutil
+
 SLOW = 1.4
 
 
@@ -108,10 +110,10 @@ def pair(seconds: float, gap: float) -> dict:
 
 
 def _pin_server(pid: int, cpus: set[int]) -> None:
-    for task in Path(f"/proc/{pid}/task").iterdir():
+    for thread in psutil.Process(pid).threads():
         try:
-            os.sched_setaffinity(int(task.name), cpus)
-        except OSError:
+            os.sched_setaffinity(thread.id, cpus)
+        except OSError:   # it ended meanwhile
             pass
 
 
@@ -155,8 +157,8 @@ def server(seconds: float) -> dict:
 
 
 def _proc_cpu(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    times = psutil.Process(pid).cpu_times()
+    return times.user + times.system
 
 
 def main(argv=None) -> int:

@@ -9,6 +9,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import psutil
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -70,16 +71,11 @@ def run_cli(*args: str, cwd: Path = ROOT, env: dict | None = None, timeout: floa
 
 
 def pid_alive(pid: int) -> bool:
+    """Running, not a zombie (which still answers kill(0))."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
         return False
-    # A zombie still answers kill(0); read its state.
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
 
 
 def query(server, sql: str, database: str | None = None) -> list[tuple]:

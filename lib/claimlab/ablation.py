@@ -9,7 +9,8 @@ randomized complete blocks on fresh server processes, with every measurement sto
 Attribution is in log space: the share of an option is log(after / before) / log(fast / slow), so
 cumulative shares sum to exactly 1 and a ratio and its inverse get the same share. Intervals are
 `stats.ratio_interval` for ratios and, for shares, a percentile bootstrap over the same
-hierarchical resampling (restarts, then iterations; `share_interval`).
+hierarchical resampling (restarts, then iterations; `share_interval`). A resample whose gap is
+zero has no share: such resamples are counted and the table's note says how many were left out.
 
 An ablation file (params/ablation/NAME.yaml):
 
@@ -27,7 +28,6 @@ An ablation file (params/ablation/NAME.yaml):
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -254,14 +254,30 @@ def stored_run(ablation: Ablation, run_id: str | None = None, *, start_servers: 
 # --------------------------------------------------------------------------- attribution
 
 
+@dataclass(frozen=True)
+class ShareInterval(stats.Interval):
+    """A share's interval, with the number of bootstrap resamples that had no finite share
+    (resampled slow and fast means equal: no gap to share): the percentiles are of the others."""
+
+    nonfinite: int = 0
+    n_boot: int = 0
+
+    def __post_init__(self):
+        if not 0 <= self.nonfinite <= self.n_boot:
+            raise ValueError(f"nonfinite: {self.nonfinite} is not a count of the {self.n_boot} resamples")
+
+
 def share_interval(slow: stats.Sample, before: stats.Sample, after: stats.Sample, fast: stats.Sample, *,
                    confidence: float = 0.95, n_boot: int = 2000,
-                   rng: np.random.Generator) -> stats.Interval:
+                   rng: np.random.Generator) -> ShareInterval:
     """Share of the slow-to-fast gap taken by going from `before` to `after`:
     log(after / before) / log(fast / slow), with a percentile bootstrap interval (Efron &
     Tibshirani, An Introduction to the Bootstrap, 1993, ch. 13) over hierarchical resamples
     (restarts, then iterations within them: Kalibera & Jones 2013), drawn once per distinct
-    sample so that a sample appearing twice (before is slow) cancels as it should."""
+    sample so that a sample appearing twice (before is slow) cancels as it should.
+
+    Resamples without a finite share are counted in `nonfinite` and said in `note`, never
+    dropped silently; a share with no finite estimate or resample at all is a DataError."""
     draws: dict[int, np.ndarray] = {}
     for sample in (slow, before, after, fast):
         if sample.n_repetitions < 2:
@@ -272,13 +288,19 @@ def share_interval(slow: stats.Sample, before: stats.Sample, after: stats.Sample
     def share(s, b, a, f):
         return (a - b) / (f - s)
 
-    estimate = share(*(math.log(x.statistic("mean")) for x in (slow, before, after, fast)))
     with np.errstate(divide="ignore", invalid="ignore"):
+        estimate = share(*(np.log(x.statistic("mean")) for x in (slow, before, after, fast)))
         boot = share(draws[id(slow)], draws[id(before)], draws[id(after)], draws[id(fast)])
-    boot = boot[np.isfinite(boot)]
+    finite = np.isfinite(boot)
+    if not (np.isfinite(estimate) and finite.any()):
+        raise DataError("a share of the gap is undefined: the slow and fast means are equal "
+                        "(in the data, or in every bootstrap resample)")
+    nonfinite = int(n_boot - finite.sum())
     alpha = 1 - confidence
-    low, high = np.quantile(boot, (alpha / 2, 1 - alpha / 2))
-    return stats.Interval(float(estimate), float(low), float(high), "percentile, hierarchical")
+    low, high = np.quantile(boot[finite], (alpha / 2, 1 - alpha / 2))
+    note = f"{nonfinite} of {n_boot} bootstrap resamples had no finite share" if nonfinite else ""
+    return ShareInterval(float(estimate), float(low), float(high), "percentile, hierarchical", note,
+                         nonfinite, n_boot)
 
 
 def samples(results: pd.DataFrame, metric: str) -> dict[str, stats.Sample]:
@@ -297,7 +319,9 @@ def samples(results: pd.DataFrame, metric: str) -> dict[str, stats.Sample]:
 def attribute(results: pd.DataFrame, ablation: Ablation, *, confidence: float = 0.95, n_boot: int = 2000,
               seed: int = 20261122) -> pd.DataFrame:
     """One row per step: its ratio to its reference (slow for `one`, the previous step for
-    `cumulative`, slow for `total`) and its share of the gap, each with an interval."""
+    `cumulative`, slow for `total`) and its share of the gap, each with an interval.
+    `share_nonfinite` counts the bootstrap resamples left out of a share's interval (no finite
+    share); `note` (the same on every row) says when shares are not meaningful or some were."""
     data = samples(results, ablation.metric)
     steps = ablation.steps()
     missing = sorted({s.condition for s in steps} - set(data))
@@ -306,9 +330,7 @@ def attribute(results: pd.DataFrame, ablation: Ablation, *, confidence: float = 
     rng = np.random.default_rng(seed)
     slow, fast = data["slow"], data["fast"]
     total = stats.ratio_interval(slow, fast, confidence=confidence)
-    note = "" if not total.contains(1.0) else "the total gap's interval contains 1: shares are not meaningful"
-    rows = [_row("total", "(all)", "fast", "slow", total,
-                 stats.Interval(1.0, 1.0, 1.0, "by definition"), data, note)]
+    rows = [_row("total", "(all)", "fast", "slow", total, ShareInterval(1.0, 1.0, 1.0, "by definition"), data)]
     previous = "slow"
     for step in steps:
         if step.kind not in ("one", "cumulative"):
@@ -317,17 +339,29 @@ def attribute(results: pd.DataFrame, ablation: Ablation, *, confidence: float = 
         ratio = stats.ratio_interval(data[ref], data[step.condition], confidence=confidence)
         share = share_interval(slow, data[ref], data[step.condition], fast, confidence=confidence,
                                n_boot=n_boot, rng=rng)
-        rows.append(_row(step.kind, step.switched[-1], step.condition, ref, ratio, share, data, note))
+        rows.append(_row(step.kind, step.switched[-1], step.condition, ref, ratio, share, data))
         if step.kind == "cumulative":
             previous = step.condition
-    return pd.DataFrame(rows)
+    table = pd.DataFrame(rows)
+    table["note"] = _note(total, table, n_boot)
+    return table
 
 
-def _row(kind, option, condition, reference, ratio, share, data, note) -> dict:
+def _note(total: stats.Interval, table: pd.DataFrame, n_boot: int) -> str:
+    notes = ["the total gap's interval contains 1: shares are not meaningful"] if total.contains(1.0) else []
+    short = table[table["share_nonfinite"] > 0]
+    if len(short):
+        notes.append(f"up to {short['share_nonfinite'].max()} of {n_boot} bootstrap resamples of the shares "
+                     f"of {', '.join(short['condition'])} had no finite share (a resampled gap of zero) "
+                     "and are left out of their intervals")
+    return "; ".join(notes)
+
+
+def _row(kind, option, condition, reference, ratio, share: ShareInterval, data) -> dict:
     return {"kind": kind, "option": option, "condition": condition, "reference": reference,
             "mean": data[condition].statistic("mean"), "ratio": ratio.estimate, "ratio_lo": ratio.low,
             "ratio_hi": ratio.high, "ratio_method": ratio.method, "share": share.estimate,
-            "share_lo": share.low, "share_hi": share.high, "note": note}
+            "share_lo": share.low, "share_hi": share.high, "share_nonfinite": share.nonfinite}
 
 
 def largest(table: pd.DataFrame, kind: str = "one") -> str:

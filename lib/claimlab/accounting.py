@@ -3,14 +3,15 @@
 Elapsed time alone is a weak witness on a shared 2-core machine: the client steals CPU from the
 server, and fsync-bound loops slow down 10-20x when anything else writes to the disk. So beside
 every timing claimlab records, as metrics of the same row format:
-- the server process's CPU time (user, system) and context switches, from its /proc entry;
+- the server process's CPU time (user, system) and context switches, summed over its threads (psutil);
 - the client's CPU time (claimlab itself and its children, e.g. sysbench), from getrusage;
 - server counters as deltas over the measured phase (`SHOW GLOBAL STATUS`: fsyncs, bytes
   written, binlog commits, handler calls, statements), the ones each server flavour has
   (`Flavor.status_counters`, `Flavor.witness_queries`: MySQL has no Binlog_commits, its witnesses
   are the binlog caches and performance_schema's binlog file I/O); one it should have and lacks
   is an error, never a silently absent metric;
-- machine-wide context: busy, iowait and steal shares of all CPUs, and disk writes.
+- machine-wide context: busy, iowait and steal shares of all CPUs (psutil), and the whole disks'
+  writes (psutil) and cache flushes (/proc/diskstats, which psutil does not read).
 A short quiet check before each measurement waits (bounded) while other processes keep the CPU or
 the disk busy, and flags the measurement as taken under contention if they do not stop; flagged
 rows are kept, never dropped, and the statistics can include or exclude them.
@@ -25,12 +26,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import mysql.connector
+import psutil
 
 from .errors import WorkloadError
 from .store import Metric
 
-CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
-SECTOR_BYTES = 512
 # Quiet check: over a short window, CPU used by processes other than claimlab and its server,
 # in cores, and disk bytes written by others per second. Above either, wait; if it lasts, flag.
 QUIET_WINDOW_S = 0.3
@@ -56,25 +56,26 @@ class ProcTimes:
 
 
 def process_times(pid: int) -> ProcTimes | None:
-    """From /proc/<pid>/stat (utime, stime) and status (context switches)."""
+    """CPU time and context switches of a process and all its threads (None: it is gone).
+
+    psutil's `cpu_times` covers every thread, but on Linux its `num_ctx_switches` is the main
+    thread's alone (psutil issue 1467): a server's work and fsync waits happen in other threads,
+    so the switches are summed over `threads()`, as each thread's own count."""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        fields = stat.rsplit(")", 1)[1].split()
-    except OSError:
+        proc = psutil.Process(pid)
+        times = proc.cpu_times()
+        threads = proc.threads()
+    except psutil.NoSuchProcess:
         return None
-    # Context switches are counted per thread: sum every thread of the server, not just its main.
-    switches = {"voluntary_ctxt_switches": 0, "nonvoluntary_ctxt_switches": 0}
-    for task in Path(f"/proc/{pid}/task").glob("*/status"):
+    voluntary = involuntary = 0
+    for thread in threads:
         try:
-            for line in task.read_text().splitlines():
-                key, _, value = line.partition(":\t")
-                if key in switches:
-                    switches[key] += int(value)
-        except (OSError, ValueError):
+            switches = psutil.Process(thread.id).num_ctx_switches()
+        except psutil.NoSuchProcess:
             continue   # a thread that ended between listing and reading
-    return ProcTimes(int(fields[11]) / CLOCK_TICKS, int(fields[12]) / CLOCK_TICKS,
-                     switches.get("voluntary_ctxt_switches", 0),
-                     switches.get("nonvoluntary_ctxt_switches", 0))
+        voluntary += switches.voluntary
+        involuntary += switches.involuntary
+    return ProcTimes(times.user, times.system, voluntary, involuntary)
 
 
 def client_times() -> ProcTimes:
@@ -87,64 +88,80 @@ def client_times() -> ProcTimes:
 
 @dataclass(frozen=True)
 class MachineSample:
-    """All CPUs' time by state (jiffies, /proc/stat) and whole-disk writes (/proc/diskstats)."""
+    """All CPUs' time by state and the whole disks' writes and cache flushes, at one instant."""
 
     at: float
-    cpu: tuple[int, ...]          # user nice system idle iowait irq softirq steal
-    disk_writes: int | None           # None: /proc/diskstats unreadable (then no disk metrics)
-    disk_sectors_written: int | None
-    disk_flushes: int | None   # cache flushes (what fsync becomes on the device), kernel 5.5+
-
-    @property
-    def total(self) -> int:
-        return sum(self.cpu)
+    cpu: tuple[float, ...]      # seconds: user nice system idle iowait irq softirq steal
+    disk_writes: int
+    disk_write_bytes: int
+    disk_flushes: int           # cache flushes (what fsync becomes on the device), kernel 5.5+
 
 
-def _whole_disks() -> set[str]:
+CPU_STATES = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
+DISKSTATS = Path("/proc/diskstats")
+
+
+def _whole_disks() -> frozenset[str]:
     try:
-        return {p.name for p in Path("/sys/block").iterdir()
-                if not p.name.startswith(("loop", "ram", "zram", "dm-", "md"))}
+        return frozenset(p.name for p in Path("/sys/block").iterdir()
+                         if not p.name.startswith(("loop", "ram", "zram", "dm-", "md")))
     except OSError:
-        return set()
+        return frozenset()
 
 
 _DISKS = _whole_disks()
 
 
+def disk_flushes(disks: frozenset[str] = _DISKS, text: str | None = None) -> int:
+    """Cache flushes the disks completed: field 16 of their /proc/diskstats lines (Linux 5.5+).
+    A disk missing, a line too short or a count that is not a number is an error, never zero."""
+    if text is None:
+        text = DISKSTATS.read_text()
+    counts = {}
+    for number, line in enumerate(text.splitlines(), 1):
+        parts = line.split()
+        if len(parts) < 3 or parts[2] not in disks:
+            continue
+        if len(parts) < 19:
+            raise WorkloadError(f"{DISKSTATS} line {number}: disk {parts[2]} has no flush count "
+                                "(field 16, reported from Linux 5.5 on)")
+        try:
+            counts[parts[2]] = int(parts[18])
+        except ValueError:
+            raise WorkloadError(f"{DISKSTATS} line {number}: disk {parts[2]}: flush count "
+                                f"{parts[18]!r} is not a number") from None
+    missing = sorted(disks - counts.keys())
+    if missing:
+        raise WorkloadError(f"{DISKSTATS}: no line for disk {', '.join(missing)}")
+    return sum(counts.values())
+
+
 def machine() -> MachineSample:
-    first = Path("/proc/stat").read_text().splitlines()[0].split()
-    cpu = tuple(int(x) for x in first[1:9])
-    writes = sectors = flushes = 0
-    try:
-        for line in Path("/proc/diskstats").read_text().splitlines():
-            parts = line.split()
-            if parts[2] in _DISKS:
-                writes += int(parts[7])
-                sectors += int(parts[9])
-                flushes += int(parts[18]) if len(parts) > 18 else 0
-    except (OSError, IndexError, ValueError):
-        writes = sectors = flushes = None   # reported as missing metrics, never as zero writes
-    return MachineSample(time.monotonic(), cpu, writes, sectors, flushes)
+    if not _DISKS:
+        raise WorkloadError("/sys/block: no whole disk to watch (disk metrics would read zero)")
+    cpu = psutil.cpu_times()
+    disks = psutil.disk_io_counters(perdisk=True, nowrap=False)
+    missing = sorted(_DISKS - disks.keys())
+    if missing:
+        raise WorkloadError(f"psutil.disk_io_counters: no counters for disk {', '.join(missing)}")
+    watched = [disks[name] for name in _DISKS]
+    return MachineSample(time.monotonic(), tuple(getattr(cpu, state) for state in CPU_STATES),
+                         sum(d.write_count for d in watched), sum(d.write_bytes for d in watched),
+                         disk_flushes())
 
 
 def user_write_bytes(exclude: set[int]) -> dict[int, int]:
-    """Bytes each user process has written to storage (/proc/<pid>/io), but for `exclude`.
+    """Bytes each user process has written to storage (its I/O counters), but for `exclude`.
 
-    Per process rather than from /proc/diskstats: the file system's journal commits that our own
-    server's fsyncs cause are written by kernel threads (no command line) and must not make a
-    quiet machine look busy."""
+    Per process rather than per disk: the file system's journal commits that our own server's
+    fsyncs cause are written by kernel threads (no command line) and must not make a quiet
+    machine look busy. Processes whose counters we may not read are left out."""
     out = {}
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit() or int(entry.name) in exclude:
-            continue
-        try:
-            if not Path(entry.path, "cmdline").read_bytes():
-                continue   # a kernel thread
-            for line in Path(entry.path, "io").read_text().splitlines():
-                if line.startswith("write_bytes:"):
-                    out[int(entry.name)] = int(line.split()[1])
-        except (OSError, ValueError):
-            continue
+    for proc in psutil.process_iter(["cmdline", "io_counters"]):
+        info = proc.info
+        if proc.pid in exclude or not info["cmdline"] or info["io_counters"] is None:
+            continue   # ours, a kernel thread or a zombie, or not readable
+        out[proc.pid] = info["io_counters"].write_bytes
     return out
 
 
@@ -153,18 +170,15 @@ def _written_since(before: dict[int, int], after: dict[int, int]) -> int:
 
 
 def machine_metrics(before: MachineSample, after: MachineSample) -> list[Metric]:
-    ticks = max(after.total - before.total, 1)
     d = [a - b for a, b in zip(after.cpu, before.cpu)]
-    busy = ticks - d[3] - d[4]
-    out = [Metric("machine_busy_share", busy / ticks, "share"),
-           Metric("machine_iowait_share", d[4] / ticks, "share"),
-           Metric("machine_steal_share", d[7] / ticks, "share")]
-    if before.disk_writes is None or after.disk_writes is None:
-        return out
-    return out + [Metric("disk_writes", after.disk_writes - before.disk_writes, "count"),
-                  Metric("disk_flushes", after.disk_flushes - before.disk_flushes, "count"),
-                  Metric("disk_write_bytes", (after.disk_sectors_written - before.disk_sectors_written)
-                         * SECTOR_BYTES, "bytes")]
+    spent = max(sum(d), 1e-9)   # a measurement lasts many clock ticks
+    busy = spent - d[3] - d[4]
+    return [Metric("machine_busy_share", busy / spent, "share"),
+            Metric("machine_iowait_share", d[4] / spent, "share"),
+            Metric("machine_steal_share", d[7] / spent, "share"),
+            Metric("disk_writes", after.disk_writes - before.disk_writes, "count"),
+            Metric("disk_flushes", after.disk_flushes - before.disk_flushes, "count"),
+            Metric("disk_write_bytes", after.disk_write_bytes - before.disk_write_bytes, "bytes")]
 
 
 def server_status(server, conn) -> dict[str, float]:
@@ -267,7 +281,7 @@ def _others_cpu(before: MachineSample, after: MachineSample, own_cpu_s: float) -
     """CPU cores used by everything but claimlab and its server between two samples."""
     elapsed = max(after.at - before.at, 1e-3)
     d = [a - b for a, b in zip(after.cpu, before.cpu)]
-    busy_s = (sum(d) - d[3] - d[4]) / CLOCK_TICKS
+    busy_s = sum(d) - d[3] - d[4]
     return max(busy_s - own_cpu_s, 0.0) / elapsed
 
 

@@ -9,8 +9,10 @@ import subprocess
 from importlib import metadata
 from pathlib import Path
 
+import psutil
+
 PACKAGES = ("claimlab", "mysql-connector-python", "pandas", "numpy", "scipy", "seaborn",
-            "matplotlib", "papermill", "nbconvert", "PyYAML", "tqdm")
+            "matplotlib", "papermill", "nbconvert", "PyYAML", "tqdm", "psutil")
 
 
 def git_commit(root: Path) -> dict:
@@ -68,18 +70,11 @@ def host_facts() -> dict:
                 break
     except OSError:
         pass
-    mem_kb = None
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                mem_kb = int(line.split()[1])
-    except OSError:
-        pass
     return {
         "hostname_hash": _short_hash(platform.node()),  # which machine, without naming it
         "cpu_model": cpu_model,
         "cpu_count": os.cpu_count(),
-        "memory_gib": round(mem_kb / 1024 / 1024, 1) if mem_kb else None,
+        "memory_gib": round(psutil.virtual_memory().total / 1024 ** 3, 1),
         "kernel": platform.release(),
         "os": _os_release(),
         "python": platform.python_version(),

@@ -5,11 +5,13 @@ import subprocess
 import sys
 import time
 
+import psutil
 import pytest
 
 from claimlab import accounting, params, runner, stats
 from claimlab.errors import ServerGone
 from claimlab.store import read_jsonl, read_results
+from conftest import query
 
 EXP = """
 claim: C4
@@ -28,10 +30,9 @@ design: {repetitions: 2, warmup: 0, iterations: 2}
 def _on_block_device(path) -> bool:
     """Whether `path` lives on a file system backed by a disk (not tmpfs/ramfs)."""
     best, source = "", ""
-    for line in open("/proc/mounts"):
-        dev, mount = line.split()[:2]
-        if str(path).startswith(mount.rstrip("/") + "/") and len(mount) > len(best):
-            best, source = mount, dev
+    for part in psutil.disk_partitions(all=True):
+        if str(path).startswith(part.mountpoint.rstrip("/") + "/") and len(part.mountpoint) > len(best):
+            best, source = part.mountpoint, part.device
     return source.startswith("/dev/")
 
 
@@ -101,3 +102,21 @@ def test_a_server_killed_between_snapshots_is_server_gone(server):
     with pytest.raises(ServerGone, match="status counters"):
         meter.stop()
     meter.close()
+
+
+def _server_cpu_s(server, rounds: int) -> float:
+    """Server CPU seconds metered around one SELECT BENCHMARK (about 0.3 s per million rounds)."""
+    meter = accounting.Meter(server)
+    try:
+        meter.start()
+        query(server, f"SELECT BENCHMARK({rounds}, MD5('claimlab'))")
+        got = {m.name: m.value for m in meter.stop()}
+    finally:
+        meter.close()
+    return got["server_cpu_user_s"] + got["server_cpu_system_s"]
+
+
+def test_the_servers_cpu_grows_with_the_work_it_is_given(server):
+    """The work runs in a connection thread, not the server's main one: all threads are counted."""
+    light, heavy = _server_cpu_s(server, 1), _server_cpu_s(server, 1_000_000)
+    assert heavy >= 0.1 and heavy > light + 0.05, (light, heavy)

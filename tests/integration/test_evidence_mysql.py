@@ -4,8 +4,8 @@ stored checksummed with the run. Skipped (one line) where MySQL cannot be set up
 
 import json
 import re
-from pathlib import Path
 
+import psutil
 import pytest
 
 from claimlab import evidence, params, profiling, report, runner
@@ -59,8 +59,7 @@ def test_evidence_of_a_mysql_run_is_collected_on_mysql_and_stored_checksummed(tm
     (counted,) = ev.instructions.itertuples()
     assert counted.condition == "collation_uca_ai" and counted.per_row > 1000   # a UCA 9.0 comparison per row
     assert not any(pid_alive(int(p.read_text())) for p in tmp_path.rglob("server.pid"))
-    assert not [p for p in Path("/proc").glob("[0-9]*/cmdline")
-                if b"claimlab-evidence-" in _read(p) and b"mysqld" in _read(p)]   # profiling servers stopped
+    assert not _profiling_servers()
 
     with pytest.raises(DataError, match="not overwritten"):
         evidence.collect(str(path), run.path)
@@ -70,8 +69,7 @@ def test_evidence_of_a_mysql_run_is_collected_on_mysql_and_stored_checksummed(tm
         evidence.load(run.path)
 
 
-def _read(path: Path) -> bytes:
-    try:
-        return path.read_bytes()
-    except OSError:     # the process ended meanwhile
-        return b""
+def _profiling_servers() -> list[str]:
+    """Command lines of mysqld processes still running from an evidence work directory."""
+    lines = (" ".join(p.info["cmdline"] or ()) for p in psutil.process_iter(["cmdline"]))
+    return [line for line in lines if "claimlab-evidence-" in line and "mysqld" in line]

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pandas as pd
+import psutil
 import pytest
 
 from claimlab import params, runner
@@ -242,14 +243,12 @@ def test_two_runs_at_once_do_not_collide(tmp_path, write_params, mariadbd):
 
 def _sysbench_running(session: int) -> bool:
     """A `sysbench ... run` process in the claimlab run's session (not its load phase)."""
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
+    for proc in psutil.process_iter(["cmdline"]):
+        cmd = proc.info["cmdline"]
         try:
-            cmd = (entry / "cmdline").read_bytes().split(b"\0")
-            if os.getsid(int(entry.name)) == session and cmd[0].endswith(b"sysbench") and b"run" in cmd:
+            if cmd and cmd[0].endswith("sysbench") and "run" in cmd and os.getsid(proc.pid) == session:
                 return True
-        except (OSError, IndexError):
+        except OSError:   # it ended meanwhile
             continue
     return False
 

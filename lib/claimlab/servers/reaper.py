@@ -3,8 +3,7 @@ the next claimlab start that may start servers, never left running until someone
 
 A run's directory under the work root holds a `.lock` that the live run keeps locked; a directory
 whose lock nobody holds belongs to a dead run. Its servers are stopped by their pid files, and only
-when /proc says the process was started with that directory's option file, so a recycled pid is
-never hit.
+when the process's command line names that directory's option file, so a recycled pid is never hit.
 """
 
 from __future__ import annotations
@@ -17,6 +16,8 @@ import signal
 import time
 from pathlib import Path
 from typing import Iterator
+
+import psutil
 
 from .local import remove_socket_dir
 
@@ -74,10 +75,9 @@ def _read_pid(path: Path) -> int | None:
 
 def _started_with(pid: int, cnf: Path) -> bool:
     try:
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    except OSError:
+        return f"--defaults-file={cnf}" in psutil.Process(pid).cmdline()
+    except psutil.Error:   # gone, a zombie, or not ours to read
         return False
-    return f"--defaults-file={cnf}".encode() in cmdline
 
 
 def _terminate(pid: int, timeout: float = 30.0) -> None:

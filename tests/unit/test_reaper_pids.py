@@ -1,0 +1,21 @@
+"""The reaper stops a pid only when its command line names the dead run's option file."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from claimlab.servers import reaper
+
+
+def test_only_a_process_started_with_that_option_file_is_recognised(tmp_path):
+    cnf = tmp_path / "s1" / "my.cnf"
+    child = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()", f"--defaults-file={cnf}"],
+                             stdin=subprocess.PIPE)
+    try:
+        assert reaper._started_with(child.pid, cnf)
+        assert not reaper._started_with(child.pid, tmp_path / "s2" / "my.cnf")   # a recycled pid
+    finally:
+        child.stdin.close()
+        child.wait()
+    assert not reaper._started_with(child.pid, cnf)   # gone
