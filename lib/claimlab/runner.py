@@ -346,6 +346,10 @@ def _run_unit(ctx: _Context, unit: Unit) -> int:
             for index in range(len(exp.workloads)):
                 stored_here, probe = _run_workload(ctx, unit, index, server, facts, attempt, meter, probe, phases)
                 stored += stored_here
+            for closer in (meter, probe):   # before the shutdown, which waits for open sessions
+                if closer is not None:
+                    closer.close()
+            meter = probe = None
             server.stop()
             phases.lap("stop_s")
             if not from_cache and phases.totals["prepare_s"] >= datacache.MIN_LOAD_S \
