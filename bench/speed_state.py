@@ -1,6 +1,8 @@
-"""What is the slow state? A fixed CPU loop timed over and over, pinned to each vCPU at once.
+"""What is the slow state? A fixed loop timed over and over, pinned to each vCPU at once.
 
     python bench/speed_state.py pair --seconds 600          # one loop per vCPU, simultaneously
+    python bench/speed_state.py pair --work memory          # random reads over 64 MB instead
+    python bench/speed_state.py pair --work mixed           # cpu0 the ALU loop, cpu1 memory
     python bench/speed_state.py server --seconds 60         # SELECT BENCHMARK on a real server,
                                                             # unpinned / server and client apart
 
@@ -38,14 +40,25 @@ def _loop(rounds: int = 4000) -> None:
         data = hashlib.sha256(data).digest() * 128
 
 
-def _worker(cpu: int, seconds: float, gap: float, out) -> None:
+def _memory_loop_factory():
+    """Random 8-byte reads over 64 MB (far beyond the caches): timed by the memory system, as a
+    table scan's row fetches are, where the SHA loop runs from registers and L1."""
+    import numpy as np
+    rng = np.random.default_rng(1)
+    big = np.ones(8 * 1024 * 1024)
+    index = rng.integers(0, len(big), 400_000)
+    return lambda: big[index].sum()
+
+
+def _worker(cpu: int, seconds: float, gap: float, out, work: str = "alu") -> None:
     """~10 ms of work, then `gap` seconds of sleep: a duty cycle that leaves the CPU to others."""
     os.sched_setaffinity(0, {cpu})
+    loop = _memory_loop_factory() if work == "memory" else _loop
     samples = []
     end = time.monotonic() + seconds
     while time.monotonic() < end:
         w0, c0 = time.monotonic(), time.thread_time()
-        _loop()
+        loop()
         samples.append((w0, time.monotonic() - w0, time.thread_time() - c0))
         time.sleep(gap)
     out.put((cpu, samples))
@@ -65,10 +78,10 @@ def stretches(flags: list[bool], times: list[float]) -> list[float]:
     return out
 
 
-def summarize(name: str, samples: list[tuple[float, float, float]]) -> dict:
+def summarize(name: str, samples: list[tuple[float, float, float]], slow: float = SLOW) -> dict:
     cpu = [s[2] for s in samples]
     med = statistics.median(cpu)
-    flags = [c > SLOW * med for c in cpu]
+    flags = [c > slow * med for c in cpu]
     runs = stretches(flags, [s[0] for s in samples])
     return {"worker": name, "samples": len(samples), "median_cpu_ms": round(med * 1e3, 2),
             "median_wall_ms": round(statistics.median(s[1] for s in samples) * 1e3, 2),
@@ -79,27 +92,30 @@ def summarize(name: str, samples: list[tuple[float, float, float]]) -> dict:
             "stretch_max_s": round(max(runs), 2) if runs else None}
 
 
-def _bins(samples, t0: float, width: float = 0.5) -> dict[int, bool]:
+def _bins(samples, t0: float, width: float = 0.5, slow: float = SLOW) -> dict[int, bool]:
     med = statistics.median(s[2] for s in samples)
     out: dict[int, list[bool]] = {}
     for w0, _, c in samples:
-        out.setdefault(int((w0 - t0) / width), []).append(c > SLOW * med)
+        out.setdefault(int((w0 - t0) / width), []).append(c > slow * med)
     return {k: sum(v) > len(v) / 2 for k, v in out.items()}
 
 
-def pair(seconds: float, gap: float) -> dict:
+def pair(seconds: float, gap: float, work: str = "alu", slow: float = SLOW) -> dict:
     q: mp.Queue = mp.Queue()
-    procs = [mp.Process(target=_worker, args=(cpu, seconds, gap, q)) for cpu in range(min(os.cpu_count(), 2))]
+    kinds = {"alu": ("alu", "alu"), "memory": ("memory", "memory"), "mixed": ("alu", "memory")}[work]
+    procs = [mp.Process(target=_worker, args=(cpu, seconds, gap, q, kinds[cpu]))
+             for cpu in range(min(os.cpu_count(), 2))]
     for p in procs:
         p.start()
     results = dict(q.get() for _ in procs)
     for p in procs:
         p.join()
-    report = {"mode": "pair", "seconds": seconds, "gap_s": gap,
-              "per_cpu": [summarize(f"cpu{c}", s) for c, s in sorted(results.items())]}
+    report = {"mode": "pair", "work": work, "seconds": seconds, "gap_s": gap,
+              "slow_factor": slow,
+              "per_cpu": [summarize(f"cpu{c} {kinds[c]}", s, slow) for c, s in sorted(results.items())]}
     if len(results) == 2:
         t0 = min(s[0][0] for s in results.values())
-        b0, b1 = _bins(results[0], t0), _bins(results[1], t0)
+        b0, b1 = _bins(results[0], t0, slow=slow), _bins(results[1], t0, slow=slow)
         common = sorted(b0.keys() & b1.keys())
         p0 = sum(b0[k] for k in common) / len(common)
         p1 = sum(b1[k] for k in common) / len(common)
@@ -166,9 +182,12 @@ def main(argv=None) -> int:
     ap.add_argument("mode", choices=("pair", "server"))
     ap.add_argument("--seconds", type=float, default=60.0)
     ap.add_argument("--gap", type=float, default=0.04, help="sleep between loops (pair mode)")
+    ap.add_argument("--work", choices=("alu", "memory", "mixed"), default="alu",
+                    help="pair mode: SHA loop, random memory reads, or one of each")
+    ap.add_argument("--slow", type=float, default=SLOW, help="a sample is slow above this x its median")
     args = ap.parse_args(argv)
     report = {"loadavg_before": os.getloadavg()}
-    report |= pair(args.seconds, args.gap) if args.mode == "pair" else server(args.seconds)
+    report |= pair(args.seconds, args.gap, args.work, args.slow) if args.mode == "pair" else server(args.seconds)
     report["loadavg_after"] = os.getloadavg()
     print(json.dumps(report, indent=1))
     return 0
