@@ -98,7 +98,8 @@ def table_html(df: pd.DataFrame, formats: dict[str, Callable] | None = None, lab
     return f"<table class='people'>{cap}<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
 
 
-_LONG_WORD = re.compile(r"\S{25}")   # a cell that may break inside a word (a C++ symbol), not between letters of "cumulative"
+# A cell that may break inside a word (a C++ symbol), unlike "cumulative" or "O_DIRECT".
+_LONG_WORD = re.compile(r"\S{25}")
 _PADDED_DECIMAL = re.compile(r"(-?\d+)(?:\.0{4,}|(\.\d*?[1-9])0{4,})")   # a server's "90.000000"
 
 
@@ -229,7 +230,8 @@ def note_markdown(row) -> str:
     """One comparison's note for the end of a report: where it ran, the verdict in words, why."""
     where = server_name(row["server_version"], row["target"]) or "no server that ran both sides"
     note = row["verdict_note"] if isinstance(row["verdict_note"], str) else ""
-    return f"- **{row['claim']} {comparison_label(row['comparison'])}** on {where}: {row['verdict_label']}. {note}".rstrip()
+    return (f"- **{row['claim']} {comparison_label(row['comparison'])}** on {where}: "
+            f"{row['verdict_label']}. {note}").rstrip()
 
 
 def verdict_table_html(table: pd.DataFrame) -> str:
@@ -332,9 +334,7 @@ def cost_scale(largest: float, unit: str) -> tuple[float, str]:
     """The factor and unit that put a cost's largest value at 1 or more (2.5 ns/op, not 0.0000025
     ms/op; 415 fsyncs per million ops, not 0.000415 fsyncs/op), the finest scale at most."""
     scales = _TIME_SCALES if unit == "s" else _COUNT_SCALES
-    for name, factor in scales:
-        if abs(largest) * factor >= 1:
-            break
+    name, factor = next((s for s in scales if abs(largest) * s[1] >= 1), scales[-1])
     return factor, (f"{name}/op" if unit == "s" else f"{unit}/op" if factor == 1 else f"{unit} per {name}")
 
 

@@ -51,7 +51,8 @@ def test_size_relation_reads_the_right_way_round():
 
 def test_card_names_server_analogue_and_flagged_share():
     card = narrative.card_html(_row(), "mysql")
-    assert "an analogue (MariaDB), not the MySQL server" in card and "40% of measurements" in card and "read with care" in card
+    assert "an analogue (MariaDB), not the MySQL server" in card
+    assert "40% of measurements" in card and "read with care" in card
     assert "C4 · binlog_on vs off · MariaDB 10.11.19</span>" in card
     mysql = narrative.card_html(_row(server_version="9.7.0", flagged_share=math.nan), "mysql")
     assert "the claim&#x27;s own server family" in mysql and "not recorded" in mysql
@@ -65,7 +66,8 @@ def test_server_names_read_as_a_person_says_them():
     assert narrative.server_name("5.7.44-log, 8.0.40") == "MySQL 5.7.44, MySQL 8.0.40"
     assert narrative.server_name(math.nan, "mysql80") == "target mysql80" and narrative.server_name(None) == ""
     results = pd.DataFrame({"target": ["mariadb", "mariadb", "mysql"],
-                            "server_version": ["10.11.19-MariaDB-0+deb12u1-log", "10.11.19-MariaDB-0+deb12u1", "9.7.4-2"]})
+                            "server_version": ["10.11.19-MariaDB-0+deb12u1-log", "10.11.19-MariaDB-0+deb12u1",
+                                               "9.7.4-2"]})
     assert narrative.server_names(results) == {"mariadb": "MariaDB 10.11.19", "mysql": "MySQL 9.7.4"}
 
 
@@ -73,7 +75,8 @@ def test_claim_family_is_the_sources_server_not_a_multiplicity_family():
     from claimlab.claims import load_claims
     from claimlab.store import project_root
     claims = load_claims(project_root() / "data" / "claims.yaml")
-    assert {c: narrative.claim_family(claims[c]) for c in ("C1", "C2", "C4")} == dict.fromkeys(("C1", "C2", "C4"), "mysql")
+    families = {c: narrative.claim_family(claims[c]) for c in ("C1", "C2", "C4")}
+    assert families == dict.fromkeys(("C1", "C2", "C4"), "mysql")
 
 
 def test_cards_of_two_servers_share_one_row():
