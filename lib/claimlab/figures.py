@@ -14,6 +14,8 @@ import pandas as pd
 import seaborn as sns
 from matplotlib import ticker
 
+from . import narrative
+
 sns.set_theme(style="whitegrid", context="notebook")
 _VERDICT_COLOURS = {"supported": "#1b7837", "contradicted": "#b2182b", "inconclusive": "#8c8c8c",
                     "not_tested": "#d0d0d0"}
@@ -31,25 +33,41 @@ def _conditions_order(results: pd.DataFrame) -> list[str]:
     return sorted(results["condition"].unique())
 
 
+def _by_server(results: pd.DataFrame) -> pd.DataFrame:
+    """`results` with a `server` column (narrative.server_name per target): servers are drawn
+    apart, never pooled."""
+    return results.assign(server=results["target"].map(narrative.server_names(results)))
+
+
+def _panel_title(server: str, text: str, servers: int) -> str:
+    return f"{server}\n{text}" if servers > 1 else text
+
+
 def observations(results: pd.DataFrame, metrics: list[str] | None = None) -> plt.Figure:
     """Every observation per condition (strip) over its distribution (box), one panel per
-    workload and metric."""
-    data = results if metrics is None else results[results["metric"].isin(metrics)]
-    panels = data[["workload", "metric"]].drop_duplicates().values.tolist()
+    server, workload and metric (a row per workload and metric, its servers side by side)."""
+    data = _by_server(results if metrics is None else results[results["metric"].isin(metrics)])
+    panels = data[["server", "workload", "metric"]].drop_duplicates().sort_values(["workload", "metric", "server"])
+    panels = panels.values.tolist()
+    servers = data["server"].nunique()
     order = _conditions_order(data)
-    fig, axes = plt.subplots(1, len(panels), figsize=(max(5, 4.2 * len(panels)), 0.6 * len(order) + 2.2),
+    columns = servers if 1 < servers <= 3 else min(3, len(panels))   # a row per workload: its servers side by side
+    rows = -(-len(panels) // columns)
+    fig, axes = plt.subplots(rows, columns, figsize=(max(5, 4.2 * columns), (0.6 * len(order) + 2.2) * rows),
                              squeeze=False)
-    for ax, (workload, metric) in zip(axes[0], panels):
-        panel = data[(data["workload"] == workload) & (data["metric"] == metric)]
+    for ax, (server, workload, metric) in zip(axes.flat, panels):
+        panel = data[(data["server"] == server) & (data["workload"] == workload) & (data["metric"] == metric)]
         unit = panel["unit"].iloc[0]
         sns.boxplot(data=panel, x="value", y="condition", order=order, ax=ax, color="#e8e8e8",
                     showfliers=False, width=0.6)
         sns.stripplot(data=panel, x="value", y="condition", order=order, ax=ax, hue="repetition",
                       palette="viridis", size=4, jitter=0.2, legend=False)
-        ax.set_title(f"{workload}: {metric}")
+        ax.set_title(_panel_title(server, f"{workload}: {metric}", servers), fontsize=11)
         ax.set_xlabel(f"{metric} ({unit})")
         ax.set_ylabel("")
-    fig.suptitle("Every measurement (colour: repetition = server process)", y=1.02, fontsize=10)
+    for ax in list(axes.flat)[len(panels):]:
+        ax.set_visible(False)
+    fig.suptitle("Every measurement (colour: repetition = server process)", y=1.02, fontsize=11)
     fig.tight_layout()
     return fig
 
@@ -57,13 +75,20 @@ def observations(results: pd.DataFrame, metrics: list[str] | None = None) -> plt
 _RATIO_TICKS = (0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 3.0, 5.0, 10.0)
 
 
+def effect_labels(table: pd.DataFrame) -> list[str]:
+    """A forest plot's row labels: which comparison on which server ("uca_ai vs utf8mb3 — MySQL
+    9.7.4"), with the claim first when the table has several."""
+    several = table["claim"].nunique() > 1
+    return [(f"{r.claim} " if several else "") + narrative.comparison_label(r.comparison) + " — "
+            + (narrative.server_name(r.server_version) or "not measured")
+            for r in table.itertuples()]
+
+
 def effects(table: pd.DataFrame, title: str = "") -> plt.Figure:
     """Forest plot: each comparison's ratio with its interval, and the published ratio beside it."""
     rows = table.reset_index(drop=True)
-    labels = [f"{r.claim} {str(r.comparison).replace('_vs_', ' vs ').replace('_', ' ')}"
-              + (f" [{r.target}]" if isinstance(r.target, str) else "")
-              for r in rows.itertuples()]
-    fig, ax = plt.subplots(figsize=(8, 0.55 * len(rows) + 1.6))
+    labels = effect_labels(rows)
+    fig, ax = plt.subplots(figsize=(10, 0.5 * len(rows) + 1.6))
     for y, r in enumerate(rows.itertuples()):
         colour = _VERDICT_COLOURS.get(r.verdict, "#333333")
         if pd.notna(r.ci_low):
@@ -95,18 +120,22 @@ def effects(table: pd.DataFrame, title: str = "") -> plt.Figure:
 
 def run_order(results: pd.DataFrame, metric: str | None = None) -> plt.Figure:
     """Measurements in the order they were taken: drift and disturbances show as trends or jumps."""
-    data = results[results["metric"] == (metric or results["metric"].iloc[0])]
-    workloads = sorted(data["workload"].unique())
-    fig, axes = plt.subplots(len(workloads), 1, figsize=(9, 2.8 * len(workloads)), squeeze=False)
-    for ax, workload in zip(axes[:, 0], workloads):
-        panel = data[data["workload"] == workload].sort_values(["seq", "iteration"]).reset_index(drop=True)
+    data = _by_server(results[results["metric"] == (metric or results["metric"].iloc[0])])
+    panels = data[["server", "workload"]].drop_duplicates().sort_values(["workload", "server"]).values.tolist()
+    servers = data["server"].nunique()
+    fig, axes = plt.subplots(len(panels), 1, figsize=(10, 2.8 * len(panels)), squeeze=False)
+    for i, (ax, (server, workload)) in enumerate(zip(axes[:, 0], panels)):
+        panel = data[(data["server"] == server) & (data["workload"] == workload)]
+        panel = panel.sort_values(["run_id", "seq", "iteration"]).reset_index(drop=True)
         panel = panel.assign(order=range(len(panel)))
-        sns.scatterplot(data=panel, x="order", y="value", hue="condition",
-                        hue_order=_conditions_order(data), ax=ax, s=25)
-        ax.set_title(f"{workload}: {panel['metric'].iloc[0]} in run order")
+        sns.scatterplot(data=panel, x="order", y="value", hue="condition", hue_order=_conditions_order(data),
+                        ax=ax, s=25, legend=i == 0)
+        ax.set_title(_panel_title(server, f"{workload}: {panel['metric'].iloc[0]} in run order", servers),
+                     fontsize=11)
         ax.set_xlabel("measurement, in the order taken")
         ax.set_ylabel(f"{panel['metric'].iloc[0]} ({panel['unit'].iloc[0]})")
-        ax.legend(fontsize=7, loc="best")
+        if i == 0:   # one legend for every panel, beside the first: it hides no point
+            ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=10, frameon=False, title="condition")
     fig.tight_layout()
     return fig
 
@@ -160,20 +189,20 @@ def waterfall(table: pd.DataFrame, metric: str = "elapsed_s", title: str = "") -
     steps = table[table["kind"] == "cumulative"].reset_index(drop=True)
     slow_mean = float(table.loc[table["kind"] == "total", "mean"].iloc[0]) / float(
         table.loc[table["kind"] == "total", "ratio"].iloc[0])
-    fig, ax = plt.subplots(figsize=(max(5, 1.3 * (len(steps) + 2)), 4))
+    fig, ax = plt.subplots(figsize=(min(11, max(5, 1.0 * (len(steps) + 2))), 5))
     level = 1.0
     ax.bar(0, 1.0, color="#b2182b", width=0.6)
     for i, r in enumerate(steps.itertuples(index=False), start=1):
         new = r.mean / slow_mean
         ax.bar(i, new - level, bottom=level, width=0.6, color="#1b7837" if new < level else "#d6604d")
         ax.annotate(f"{r.share:.0%}\n[{r.share_lo:.0%}, {r.share_hi:.0%}]", (i, max(new, level)),
-                    ha="center", va="bottom", fontsize=8)
+                    ha="center", va="bottom", fontsize=9)
         level = new
     ax.bar(len(steps) + 1, level, color="#2166ac", width=0.6)
     ax.set_xticks(range(len(steps) + 2), ["slow", *[f"+{o}" for o in steps["option"]], "fast"],
                   rotation=20, ha="right")
     ax.set_ylabel(f"{metric} relative to slow")
-    ax.set_ylim(0, max(1.25, ax.get_ylim()[1]))
+    ax.set_ylim(0, 1.2 * max(1.25, ax.get_ylim()[1]))   # headroom: the share labels stay under the title
     ax.set_title(title or "Cumulative ablation: share of the gap [95% interval]")
     fig.tight_layout()
     return fig

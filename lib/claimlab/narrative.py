@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import html
 import math
+import re
 from pathlib import Path
 from typing import Callable
 
@@ -26,6 +27,7 @@ SETTINGS_SHOWN = ("log_bin", "sync_binlog", "innodb_flush_log_at_trx_commit", "b
                   "performance_schema")
 METRIC_WORDS = {"qps": "queries per second", "tps": "transactions per second", "elapsed_s": "elapsed time",
                 "seconds": "elapsed time", "rows_per_s": "rows per second"}
+_FAMILY_NAMES = {"mariadb": "MariaDB", "mysql": "MySQL"}
 _VERDICT_CLASS = {"supported": "supported", "contradicted": "contradicted", "inconclusive": "inconclusive",
                   "not_tested": "not-tested"}
 
@@ -67,22 +69,38 @@ def ratio_change(ratio: float) -> str:
     return "no change" if abs(change) < 0.0005 else f"{percent(abs(change))} {'higher' if change > 0 else 'lower'}"
 
 
+def share_points(value) -> str:
+    """A share already in percent, one decimal (12.9, 0.9, a dash for none): the columns of a
+    top-functions table line up and read alike."""
+    if value is None or isinstance(value, float) and math.isnan(value):
+        return "—"
+    return "—" if value == 0 else f"{value:.1f}"
+
+
 def table_html(df: pd.DataFrame, formats: dict[str, Callable] | None = None, labels: dict[str, str] | None = None,
-               caption: str = "") -> str:
-    """An HTML table for people: no index, every cell formatted (numbers by `number` unless
-    `formats` says otherwise), headers relabelled; wraps instead of overflowing (see the report CSS)."""
+               caption: str = "", default: Callable | None = None) -> str:
+    """An HTML table for people: no index, every cell formatted (numbers by `number`, or by
+    `default`, unless `formats` says otherwise), headers relabelled; wraps instead of overflowing
+    (see the report CSS)."""
     formats, labels = formats or {}, labels or {}
     head = "".join(f"<th>{html.escape(labels.get(c, c.replace('_', ' ')))}</th>" for c in df.columns)
     rows = []
     for record in df.itertuples(index=False):
         cells = []
         for column, value in zip(df.columns, record):
-            text = formats[column](value) if column in formats else _cell(value)
             numeric = isinstance(value, (int, float)) and not isinstance(value, bool)
-            cells.append(f"<td{' class=num' if numeric else ''}>{html.escape(text)}</td>")
+            text = (formats[column](value) if column in formats else
+                    default(value) if default and numeric else _cell(value))
+            css = " class=num" if numeric else " class=long" if _LONG_WORD.search(text) else ""
+            cells.append(f"<td{css}>{html.escape(text)}</td>")
         rows.append("<tr>" + "".join(cells) + "</tr>")
     cap = f"<caption>{html.escape(caption)}</caption>" if caption else ""
     return f"<table class='people'>{cap}<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+
+
+# A cell that may break inside a word (a C++ symbol), unlike "cumulative" or "O_DIRECT".
+_LONG_WORD = re.compile(r"\S{25}")
+_PADDED_DECIMAL = re.compile(r"(-?\d+)(?:\.0{4,}|(\.\d*?[1-9])0{4,})")   # a server's "90.000000"
 
 
 def _cell(value) -> str:
@@ -90,7 +108,8 @@ def _cell(value) -> str:
         return "—"
     if isinstance(value, (bool, int, float)):
         return number(value)
-    return str(value)
+    padded = _PADDED_DECIMAL.fullmatch(str(value))
+    return padded.group(1) + (padded.group(2) or "") if padded else str(value)
 
 
 # -- verdict cards ------------------------------------------------------------------------------
@@ -98,6 +117,28 @@ def _cell(value) -> str:
 def server_family(server_version: str) -> str:
     """mariadb or mysql, from the version string a server reported."""
     return "mariadb" if "mariadb" in str(server_version).lower() else "mysql"
+
+
+def server_name(server_version, target=None) -> str:
+    """What a reader calls the server: "MariaDB 10.11.19" for "10.11.19-MariaDB-0+deb12u1, 10.11.19-
+    MariaDB-0+deb12u1-log" (one server, with and without its binlog), "MySQL 9.7.4" for Debian's
+    "9.7.4-2"; the target's name when no server ran, "" when neither is known. The exact version
+    strings stay in each report's run section."""
+    names = []
+    for version in str(server_version).split(",") if isinstance(server_version, str) else []:
+        number_part = re.match(r"\s*(\d+(?:\.\d+)*)", version)
+        if number_part:
+            name = f"{'MariaDB' if server_family(version) == 'mariadb' else 'MySQL'} {number_part.group(1)}"
+            names += [name] if name not in names else []
+    if names:
+        return ", ".join(names)
+    return f"target {target}" if isinstance(target, str) and target else ""
+
+
+def server_names(results: pd.DataFrame) -> dict[str, str]:
+    """Each target of a results table -> its server_name (all the versions it reported)."""
+    return {target: server_name(", ".join(sorted(part["server_version"].dropna().astype(str).unique())), target)
+            for target, part in results.groupby("target", sort=True)}
 
 
 def size_relation(row) -> str:
@@ -117,13 +158,12 @@ def card_html(row, claim_family: str = "mysql") -> str:
     words, share of measurements the speed witness flagged."""
     verdict = str(row["verdict"])
     label = row.get("verdict_label") or verdict.replace("_", " ")
-    family = server_family(row["server_version"])
-    server = row["server_version"] if isinstance(row["server_version"], str) and row["server_version"] else None
-    if server is None:
-        family = claim_family
-    where = (f"{server or 'no server ran both sides'}: "
-             + ("the claim's own server family" if family == claim_family else
-                f"an analogue ({family}), not the {claim_family} server the source measured"))
+    server = server_name(row["server_version"]) or None
+    family = server_family(row["server_version"]) if server else claim_family
+    where = (f"{server}: " + ("the claim's own server family" if family == claim_family else
+                              f"an analogue ({_FAMILY_NAMES[family]}), not the {_FAMILY_NAMES[claim_family]} "
+                              "server the source measured")
+             if server else "not measured: no server here ran both sides")
     claimed = ("no difference (ratio within the equivalence margin)" if row["kind"] == "null" else
                f"ratio {number(row['published_ratio'])} ({ratio_change(row['published_ratio'])})"
                if pd.notna(row["published_ratio"]) else "a direction only, no published figure")
@@ -136,17 +176,19 @@ def card_html(row, claim_family: str = "mysql") -> str:
     flagged_text = ("speed witness: not recorded in this run" if flagged is None or pd.isna(flagged) else
                     f"speed witness: {percent(flagged)} of measurements taken while the machine ran slow"
                     + (" — read with care" if flagged >= 0.25 else ""))
+    counts = (f"{html.escape(flagged_text)}. {_count(row.get('n_blocks'))} server starts, "
+              f"{_count(row.get('n_runs'))} run(s)." if server else "")
     size = size_relation(row)
+    what = " · ".join([row["claim"], comparison_label(row["comparison"])] + ([server] if server else []))
     return (
         f"<div class='card {_VERDICT_CLASS.get(verdict, 'inconclusive')}'>"
         f"<div class='card-head'><span class='verdict'>{html.escape(str(label))}</span>"
-        f"<span class='what'>{html.escape(row['claim'])} · {html.escape(_words(row['comparison']))}</span></div>"
+        f"<span class='what'>{html.escape(what)}</span></div>"
         f"<div class='card-body'><p><b>Compared:</b> {html.escape(str(row['treatment']))} against "
         f"{html.escape(str(row['baseline']))}, {html.escape(METRIC_WORDS.get(row['metric'], row['metric']))}.</p>"
         f"<p><b>Claimed:</b> {html.escape(claimed)}. <b>Measured:</b> {html.escape(measured)}"
         f"{'; ' + html.escape(size) if size else ''}.</p>"
-        f"<p><b>Where:</b> {html.escape(where)}. {html.escape(flagged_text)}. "
-        f"{_count(row.get('n_blocks'))} server starts, {_count(row.get('n_runs'))} run(s).</p></div></div>")
+        f"<p><b>Where:</b> {html.escape(where)}. {counts}</p></div></div>")
 
 
 def _count(value) -> str:
@@ -162,8 +204,10 @@ def cards_html(table: pd.DataFrame, claim_family: str = "mysql") -> str:
     return "<div class='cards'>" + "".join(groups) + "</div>"
 
 
-def _words(identifier: str) -> str:
-    return str(identifier).replace("_vs_", " vs ").replace("_", " ")
+def comparison_label(comparison: str) -> str:
+    """A comparison's name as a reader meets it: "uca_ai_vs_utf8mb3" -> "uca_ai vs utf8mb3" (the
+    level names stay as the conditions spell them, e.g. collation=uca_ai)."""
+    return str(comparison).replace("_vs_", " vs ")
 
 
 def verdict_lines(rows) -> list[str]:
@@ -174,7 +218,8 @@ def verdict_lines(rows) -> list[str]:
     for r in rows:
         measured = ("not measured" if r.get("verdict") == "not_tested" or r.get("estimate") is None else
                     f"{number(r['estimate'])} [{number(r.get('ci_low'))}, {number(r.get('ci_high'))}]")
-        lines.append((str(r["claim"]), _words(r["comparison"]), str(r.get("server_version") or r.get("target") or "—"),
+        lines.append((str(r["claim"]), comparison_label(r["comparison"]),
+                      server_name(r.get("server_version"), r.get("target")) or "—",
                       measured, number(r.get("published_ratio")),
                       str(r.get("verdict_label") or str(r["verdict"]).replace("_", " "))))
     widths = [max(len(x) for x in column) for column in zip(header, *lines)]
@@ -183,16 +228,17 @@ def verdict_lines(rows) -> list[str]:
 
 def note_markdown(row) -> str:
     """One comparison's note for the end of a report: where it ran, the verdict in words, why."""
-    server = row["server_version"] if isinstance(row["server_version"], str) and row["server_version"] else None
-    where = server or (f"target {row['target']}" if isinstance(row["target"], str) and row["target"] else
-                       "no server that ran both sides")
+    where = server_name(row["server_version"], row["target"]) or "no server that ran both sides"
     note = row["verdict_note"] if isinstance(row["verdict_note"], str) else ""
-    return f"- **{row['claim']} {_words(row['comparison'])}** on {where}: {row['verdict_label']}. {note}".rstrip()
+    return (f"- **{row['claim']} {comparison_label(row['comparison'])}** on {where}: "
+            f"{row['verdict_label']}. {note}").rstrip()
 
 
 def verdict_table_html(table: pd.DataFrame) -> str:
     view = table[["claim", "comparison", "server_version", "estimate", "ci_low", "ci_high", "published_ratio",
-                  "verdict_label", "flagged_share"]].assign(comparison=table["comparison"].map(_words))
+                  "verdict_label", "flagged_share"]].assign(
+        comparison=table["comparison"].map(comparison_label),
+        server_version=[server_name(v, t) or "—" for v, t in zip(table["server_version"], table["target"])])
     return table_html(view, formats={"flagged_share": percent},
                       labels={"server_version": "server", "estimate": "measured ratio", "ci_low": "95% low",
                               "ci_high": "95% high", "published_ratio": "published", "verdict_label": "verdict",
@@ -214,6 +260,14 @@ def _value(value) -> str:
     return f"{number(value[0])}–{number(value[1])}" if isinstance(value, tuple) else number(value)
 
 
+def run_server(run_dir: Path) -> str:
+    """The server a stored run measured (server_name of the versions in servers.jsonl), or its
+    default target's name when it recorded none."""
+    path = Path(run_dir) / "servers.jsonl"
+    versions = sorted({str(r["version"]) for r in read_jsonl(path)}) if path.exists() else []
+    return server_name(", ".join(versions), read_manifest(run_dir).get("default_target"))
+
+
 def method_markdown(run_dir: Path) -> str:
     m = read_manifest(run_dir)
     d = m["design"]
@@ -222,7 +276,8 @@ def method_markdown(run_dir: Path) -> str:
     factors = ", ".join(f"`{c['id']}`" for c in m["conditions"])
     skipped = "".join(f"\n- **Not run:** {reason}" for reason in m.get("skipped_targets", {}).values())
     return (
-        f"**Run** `{m['run_id']}` ({m['profile']} profile, {m['status']}), started {m['created_at']} "
+        f"**Run** `{m['run_id']}` on {run_server(run_dir)} ({m['profile']} profile, {m['status']}), "
+        f"started {m['created_at'][:16].replace('T', ' ')} UTC "
         f"on {host['cpu_model']} ({host['cpu_count']} CPUs, {host['memory_gib']} GiB).\n\n"
         f"- Conditions: {factors}\n"
         f"- Design: {d['repetitions']} server starts per condition, {d['warmup']} unrecorded warm-up and "
@@ -263,45 +318,64 @@ def settings_html(run_dir: Path) -> str:
     return (body + f"<p class='small'>The same in every condition: {html.escape('; '.join(same))}.</p>" + note)
 
 
-COST_UNITS = {  # metric/op -> (words, factor, unit)
-    "server_cpu_user_s/op": ("server CPU, user", 1e6, "µs"),
-    "server_cpu_system_s/op": ("server CPU, system", 1e6, "µs"),
-    "client_cpu_s/op": ("client CPU", 1e6, "µs"),
-    "status.Innodb_os_log_fsyncs/op": ("redo log fsyncs", 1, "fsyncs"),
-    "status.Binlog_commits/op": ("binlog commits", 1, "commits"),
-    "server_ctx_voluntary/op": ("voluntary context switches", 1, "switches"),
+COST_UNITS = {  # metric/op -> (words, unit: "s" for a time, else what is counted)
+    "server_cpu_user_s/op": ("server CPU, user", "s"),
+    "server_cpu_system_s/op": ("server CPU, system", "s"),
+    "client_cpu_s/op": ("client CPU", "s"),
+    "status.Innodb_os_log_fsyncs/op": ("redo log fsyncs", "fsyncs"),
+    "status.Binlog_commits/op": ("binlog commits", "commits"),
+    "server_ctx_voluntary/op": ("voluntary context switches", "switches"),
 }
+_TIME_SCALES = (("ms", 1e3), ("µs", 1e6), ("ns", 1e9))
+_COUNT_SCALES = (("op", 1), ("1,000 ops", 1e3), ("million ops", 1e6))
+
+
+def cost_scale(largest: float, unit: str) -> tuple[float, str]:
+    """The factor and unit that put a cost's largest value at 1 or more (2.5 ns/op, not 0.0000025
+    ms/op; 415 fsyncs per million ops, not 0.000415 fsyncs/op), the finest scale at most."""
+    scales = _TIME_SCALES if unit == "s" else _COUNT_SCALES
+    name, factor = next((s for s in scales if abs(largest) * s[1] >= 1), scales[-1])
+    return factor, (f"{name}/op" if unit == "s" else f"{unit}/op" if factor == 1 else f"{unit} per {name}")
 
 
 def cost_view(cost: pd.DataFrame, metrics=tuple(COST_UNITS)) -> pd.DataFrame:
-    """stats.cost_table in units a person reads (µs per operation, fsyncs per operation); costs
-    that are zero in every condition (binlog commits with the binlog off) are left out."""
-    rows = []
+    """stats.cost_table in units a person reads, one scale per cost (cost_scale): a row per cost
+    and condition, a column of "mean [95% interval]" per server when the table has a `server` column
+    (servers side by side, never averaged), the workload only when there are several. Costs that
+    are zero in every condition (binlog commits with the binlog off) are left out."""
     chosen = cost[cost["metric"].isin(list(metrics))]
-    for (_, metric), part in chosen.groupby(["workload", "metric"], sort=False):
-        words, factor, unit = COST_UNITS[metric]
+    servers = sorted(chosen["server"].unique()) if "server" in chosen.columns else [""]
+    several_workloads = chosen["workload"].nunique() > 1
+    rows: dict[tuple, dict] = {}
+    for (workload, metric), part in chosen.groupby(["workload", "metric"], sort=False):
+        label, unit = COST_UNITS[metric]
         if (part["mean"].abs() < 1e-12).all():
             continue
-        for r in part.itertuples(index=False):
-            rows.append({"cost": words, "condition": r.condition, "per operation": r.mean * factor,
-                         "95% low": r.lo * factor, "95% high": r.hi * factor, "unit": f"{unit}/op"})
-    return pd.DataFrame(rows)
+        factor, unit_text = cost_scale(part["mean"].abs().max(), unit)
+        for r in part.sort_values("condition").to_dict("records"):
+            row = rows.setdefault((workload, label, r["condition"]), {
+                **({"workload": workload} if several_workloads else {}), "cost": label,
+                "condition": r["condition"], **{_server_column(s): "—" for s in servers}, "unit": unit_text})
+            row[_server_column(r.get("server", ""))] = (f"{number(r['mean'] * factor)} "
+                                                        f"[{number(r['lo'] * factor)}, {number(r['hi'] * factor)}]")
+    return pd.DataFrame(list(rows.values()))
+
+
+def _server_column(server: str) -> str:
+    return server or "mean [95% interval]"
 
 
 def claim_family(claim: Claim) -> str:
-    """The server family the claim was made about (a comparison's `family` when claims.yaml gives
-    one, else from the source's server)."""
-    families = {getattr(c, "family", None) for c in claim.comparisons} - {None}
-    if len(families) == 1:
-        return str(families.pop())
+    """The server family the claim was made about: the source's server. (A comparison's `family`
+    is its multiplicity family, e.g. bug_116492, not a server.)"""
     return server_family(claim.source_target)
 
 
 CSS = """
 body { font-family: system-ui, sans-serif; margin: 1.5em auto; max-width: 72em; color: #222; padding: 0 1em; }
 table.people { border-collapse: collapse; max-width: 100%; margin: .5em 0 1em; font-size: 0.9em; }
-table.people td, table.people th { border-bottom: 1px solid #ddd; padding: .3em .6em; text-align: left;
-  overflow-wrap: anywhere; }
+table.people td, table.people th { border-bottom: 1px solid #ddd; padding: .3em .6em; text-align: left; }
+table.people td.long { overflow-wrap: anywhere; }
 table.people th { overflow-wrap: normal; vertical-align: bottom; }
 table.people td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 table.people caption { text-align: left; font-weight: 600; }

@@ -238,9 +238,12 @@ def profile_condition(launcher: Launcher, target: TargetSpec, options: ServerOpt
 
 
 def flamegraph(profile: Profile, path: Path, title: str = "") -> Path:
-    """An interactive SVG flame graph of one condition (inferno-flamegraph)."""
+    """An interactive SVG flame graph of one condition (inferno-flamegraph). Frames under 0.1% of
+    the samples (about a pixel) are left out: inferno's default keeps single-sample stacks, whose
+    hairline towers (an interrupt atop an fsync) set the graph's height and leave a band of
+    empty space above the stacks that matter."""
     binary = tool("inferno-flamegraph", "`cargo install inferno`")
-    return _render([binary, "--width", "1100", "--title",
+    return _render([binary, "--width", "1100", "--minwidth", "0.1", "--title",
                     title or f"{profile.condition}: {profile.samples} samples (cpu-clock)"],
                    profile.folded(), path)
 

@@ -32,6 +32,7 @@ NOTEBOOKS = {  # experiment -> report name (the HTML file is NAME.html)
 }
 SUMMARY = "00_summary.ipynb"
 INVESTIGATIONS = {"why_slower": "05_why_slower.ipynb"}   # not claims: linked from the index
+NOTEBOOK_ONLY = "notebook-only"   # cell tag: shown in JupyterLab, left out of the HTML report
 PUBLISHED_RUNS = "published_runs.json"   # data/: the shipped runs the summary reads by default
 
 
@@ -140,7 +141,11 @@ def render_html(notebook: Path, show_code: bool = False) -> Path:
     """One self-contained HTML file: figures inline, no script fetched from a CDN."""
     import nbformat
     from nbconvert import HTMLExporter
-    exporter = HTMLExporter(template_name="claimlab",
+    from traitlets.config import Config
+    config = Config()   # a cell tagged notebook-only speaks to whoever runs the notebook, not to a reader
+    config.TagRemovePreprocessor.enabled = True
+    config.TagRemovePreprocessor.remove_cell_tags = {NOTEBOOK_ONLY}
+    exporter = HTMLExporter(config=config, template_name="claimlab",
                             extra_template_basedirs=[str(Path(__file__).parent / "templates")],
                             exclude_input=not show_code, exclude_input_prompt=True,
                             exclude_output_prompt=True)
@@ -382,6 +387,16 @@ def top_functions(profiles, n: int = 8) -> pd.DataFrame:
     wide = wide.loc[wide.max(axis=1).sort_values(ascending=False).index]
     wide.columns = [str(c).split("_", 1)[-1] for c in wide.columns]
     return (wide * 100).round(1).reset_index().rename(columns=lambda c: c if c == "function" else f"{c} (% of samples)")
+
+
+def costs_by_server(results: pd.DataFrame, seed: int) -> pd.DataFrame:
+    """stats.cost_table per server (target), with the server's name: one server's costs are not
+    averaged with another's."""
+    from . import stats
+    names = narrative.server_names(results)
+    parts = [stats.cost_table(part, seed=seed).assign(server=names[target])
+             for target, part in results.groupby("target", sort=True)]
+    return pd.concat(parts, ignore_index=True) if parts else stats.cost_table(results, seed=seed)
 
 
 def flame_profiles(profiles, limit: int = 2):

@@ -206,23 +206,28 @@ def test_rerender_from_shipped_data_starts_no_server_and_repeats_its_tables(tmp_
     assert read_manifest(run_dir)["status"] == "complete"
 
 
-def test_claim_report_from_shipped_data_fits_the_page_and_names_cpu_samples(tmp_path):
-    """--from-data over the shipped C2 run: cards at the top, CPU evidence from the run directory
-    with >= 80% of samples named, and nothing wider than 1280 px."""
-    run_id = report.published_runs(ROOT)["collation_cost"][0]
-    result = run_cli("report", "--from-data", run_id, "--out", str(tmp_path / "r"),
-                     "--figures", str(tmp_path / "figures"), timeout=600)
+def test_claim_reports_from_shipped_data_fit_the_page_and_name_cpu_samples(tmp_path):
+    """--from-data over every shipped run: cards at the top, CPU evidence from the run directory
+    with >= 80% of samples named, each comparison's server named, and on every page (index,
+    summary, C1-C4) nothing wider than 1280 px."""
+    run_ids = report.shipped_run_ids(ROOT)
+    result = run_cli("report", "--from-data", *run_ids, "--out", str(tmp_path / "r"),
+                     "--figures", str(tmp_path / "figures"), timeout=900)
     assert result.returncode == 0, result.stderr
     page = (tmp_path / "r" / "C2_collation_cost.html").read_text()
     assert re.search(r"""class=["']card """, page) and "instructions per row" in page
+    assert "uca_ai vs utf8mb3 · MySQL 9.7" in page and "uca_ai vs utf8mb3 · MariaDB 10.11" in page
     from claimlab import evidence
-    ev = evidence.load(find_run(run_id, ROOT / "data" / "raw"))
+    ev = evidence.load(find_run(report.published_runs(ROOT)["collation_cost"][0], ROOT / "data" / "raw"))
     assert max(p.named_share for p in ev.profiles) >= 0.8
+    pages = sorted((tmp_path / "r").glob("*.html"))
+    assert [p.name for p in pages] == ["00_summary.html", *(f"{n}.html" for n in sorted(report.NOTEBOOKS.values())),
+                                       "index.html"]
     driver = _browser(tmp_path / "chromium-profile")
     try:
-        for name in ("index.html", "C2_collation_cost.html", "00_summary.html"):
-            driver.get((tmp_path / "r" / name).as_uri())
-            assert driver.execute_script(OVERFLOW) == [], name
+        for path in pages:
+            driver.get(path.as_uri())
+            assert driver.execute_script(OVERFLOW) == [], path.name
     finally:
         driver.quit()
 

@@ -41,7 +41,7 @@ def test_the_report_ends_with_the_verdict_table(tmp_path):
     assert report.verdict_rows(tmp_path, since=2e10) == []              # only what this build wrote
     header, c4, c1 = narrative.verdict_lines(rows)
     assert header.split()[:2] == ["CLAIM", "COMPARISON"]
-    assert "binlog on vs off" in c4 and "2.36 [2.07, 2.65]" in c4 and "2.85" in c4
+    assert "binlog_on vs off" in c4 and "MariaDB 10.11.19" in c4 and "2.36 [2.07, 2.65]" in c4 and "2.85" in c4
     assert c4.endswith("supported, effect smaller than published")
     assert "not measured" in c1 and c1.endswith("not tested")
     assert c4.index("2.36") == header.index("MEASURED") == c1.index("not measured")

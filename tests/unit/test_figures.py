@@ -32,3 +32,47 @@ def test_waterfall_draws_slow_each_step_and_fast():
     heights = [round(p.get_height(), 3) for p in ax.patches]
     assert heights == [1.0, -0.3, -0.2, 0.5]          # slow = 2.0 s; 1.4 s; 1.0 s = fast
     assert "60%\n[50%, 70%]" in [t.get_text() for t in ax.texts]
+
+
+def _effect(**over):
+    row = dict(claim="C2", comparison="uca_ai_vs_utf8mb3", target="mysql", server_version="9.7.4-2", estimate=1.7,
+               ci_low=1.6, ci_high=1.9, published_ratio=1.29, verdict="supported")
+    return {**row, **over}
+
+
+def test_forest_plot_rows_say_which_comparison_on_which_server():
+    from claimlab import figures
+    table = pd.DataFrame([_effect(), _effect(target="mariadb", server_version="10.11.19-MariaDB-0+deb12u1, "
+                                                                              "10.11.19-MariaDB-0+deb12u1-log"),
+                          _effect(claim="C3", comparison="v80_vs_v57_insert", target="", server_version=None,
+                                  estimate=None, ci_low=None, ci_high=None, verdict="not_tested")])
+    labels = [t.get_text() for t in figures.effects(table).axes[0].get_yticklabels()]
+    assert labels == ["C2 uca_ai vs utf8mb3 — MySQL 9.7.4", "C2 uca_ai vs utf8mb3 — MariaDB 10.11.19",
+                      "C3 v80 vs v57_insert — not measured"]
+    assert figures.effect_labels(table.iloc[:2]) == ["uca_ai vs utf8mb3 — MySQL 9.7.4",
+                                                     "uca_ai vs utf8mb3 — MariaDB 10.11.19"]   # one claim
+
+
+def _two_servers():
+    rows = []
+    for target, version, scale in (("mariadb", "10.11.19-MariaDB-0+deb12u1", 1.0), ("mysql", "9.7.4-2", 3.0)):
+        for seq in range(4):
+            for condition in ("binlog=off", "binlog=on"):
+                rows.append(dict(run_id=f"run-{target}", target=target, server_version=version, workload="insert_loop",
+                                 condition=condition, repetition=seq, iteration=0, seq=seq, metric="elapsed_s",
+                                 unit="s", value=scale * (1 + seq / 10)))
+    return pd.DataFrame(rows)
+
+
+def test_measurements_of_two_servers_are_drawn_apart_never_pooled():
+    from claimlab import figures
+    results = _two_servers()
+    observed = [ax for ax in figures.observations(results).axes if ax.get_visible()]
+    assert [ax.get_title().split("\n")[0] for ax in observed] == ["MariaDB 10.11.19", "MySQL 9.7.4"]
+    assert [len(ax.collections[-1].get_offsets()) for ax in observed] == [4, 4]   # binlog=on: its server's 4
+    ordered = figures.run_order(results).axes
+    assert [ax.get_title().split("\n")[0] for ax in ordered] == ["MariaDB 10.11.19", "MySQL 9.7.4"]
+    assert [ax.get_legend() is not None for ax in ordered] == [True, False]       # one legend, readable
+    assert min(t.get_fontsize() for t in ordered[0].get_legend().get_texts()) >= 9
+    single = figures.observations(results[results["target"] == "mysql"]).axes[0]
+    assert single.get_title() == "insert_loop: elapsed_s"

@@ -35,6 +35,10 @@ def test_numbers_for_people_have_no_scientific_notation_nan_or_booleans():
     html = narrative.table_html(pd.DataFrame({"a": [1.23456e-5, math.nan], "b": [True, None]}))
     for bad in ("e-05", "nan", "NaN", "None", "True", "<th></th>"):
         assert bad not in html
+    html = narrative.table_html(pd.DataFrame({"slow": ["90.000000", "0.000000", "0.150000", "8.0.40", "O_DIRECT"],
+                                              "why": ["cumulative", "x" * 30, "", "", ""]}))
+    assert ">90<" in html and ">0<" in html and ">0.15<" in html and ">8.0.40<" in html
+    assert "<td>cumulative</td>" in html and "<td class=long>" + "x" * 30 in html   # only long words may break
 
 
 def test_size_relation_reads_the_right_way_round():
@@ -47,9 +51,32 @@ def test_size_relation_reads_the_right_way_round():
 
 def test_card_names_server_analogue_and_flagged_share():
     card = narrative.card_html(_row(), "mysql")
-    assert "an analogue (mariadb)" in card and "40% of measurements" in card and "read with care" in card
+    assert "an analogue (MariaDB), not the MySQL server" in card
+    assert "40% of measurements" in card and "read with care" in card
+    assert "C4 · binlog_on vs off · MariaDB 10.11.19</span>" in card
     mysql = narrative.card_html(_row(server_version="9.7.0", flagged_share=math.nan), "mysql")
     assert "the claim&#x27;s own server family" in mysql and "not recorded" in mysql
+    untested = narrative.card_html(_row(server_version=math.nan, verdict="not_tested", n_blocks=math.nan), "mysql")
+    assert "not measured: no server here ran both sides." in untested and "server starts" not in untested
+
+
+def test_server_names_read_as_a_person_says_them():
+    assert narrative.server_name("10.11.19-MariaDB-0+deb12u1, 10.11.19-MariaDB-0+deb12u1-log") == "MariaDB 10.11.19"
+    assert narrative.server_name("9.7.4-2") == "MySQL 9.7.4"
+    assert narrative.server_name("5.7.44-log, 8.0.40") == "MySQL 5.7.44, MySQL 8.0.40"
+    assert narrative.server_name(math.nan, "mysql80") == "target mysql80" and narrative.server_name(None) == ""
+    results = pd.DataFrame({"target": ["mariadb", "mariadb", "mysql"],
+                            "server_version": ["10.11.19-MariaDB-0+deb12u1-log", "10.11.19-MariaDB-0+deb12u1",
+                                               "9.7.4-2"]})
+    assert narrative.server_names(results) == {"mariadb": "MariaDB 10.11.19", "mysql": "MySQL 9.7.4"}
+
+
+def test_claim_family_is_the_sources_server_not_a_multiplicity_family():
+    from claimlab.claims import load_claims
+    from claimlab.store import project_root
+    claims = load_claims(project_root() / "data" / "claims.yaml")
+    families = {c: narrative.claim_family(claims[c]) for c in ("C1", "C2", "C4")}
+    assert families == dict.fromkeys(("C1", "C2", "C4"), "mysql")
 
 
 def test_cards_of_two_servers_share_one_row():
@@ -58,19 +85,40 @@ def test_cards_of_two_servers_share_one_row():
     assert html.count("class='card-row'") == 1 and html.count("class='card ") == 2
 
 
-def test_cost_view_drops_all_zero_costs_and_uses_microseconds():
-    cost = pd.DataFrame([
-        dict(workload="w", condition="a", metric="server_cpu_user_s/op", unit="s/op", n_reps=2, mean=1.3e-5,
-             lo=1.2e-5, hi=1.4e-5, contention="included"),
-        dict(workload="w", condition="a", metric="status.Binlog_commits/op", unit="1/op", n_reps=2, mean=0.0,
-             lo=0.0, hi=0.0, contention="included")])
-    view = narrative.cost_view(cost)
-    assert list(view["cost"]) == ["server CPU, user"] and view["unit"].iloc[0] == "µs/op"
-    assert abs(view["per operation"].iloc[0] - 13) < 1e-9
+def _cost(metric, mean, server=None):
+    row = dict(workload="w", condition="a", metric=metric, unit="1/op", n_reps=2, mean=mean, lo=mean * 0.9,
+               hi=mean * 1.1, contention="included")
+    return {**row, **({"server": server} if server else {})}
+
+
+def test_cost_view_drops_all_zero_costs_and_scales_each_cost_to_read_without_leading_zeros():
+    view = narrative.cost_view(pd.DataFrame([_cost("server_cpu_user_s/op", 1.3e-5),
+                                             _cost("status.Binlog_commits/op", 0.0)]))
+    assert view.to_dict("records") == [{"cost": "server CPU, user", "condition": "a",
+                                        "mean [95% interval]": "13.0 [11.7, 14.3]", "unit": "µs/op"}]
+    view = narrative.cost_view(pd.DataFrame([_cost("client_cpu_s/op", 2.27e-9, "MySQL 9.7.4"),
+                                             _cost("client_cpu_s/op", 2.5e-8, "MariaDB 10.11.19"),
+                                             _cost("status.Innodb_os_log_fsyncs/op", 4.15e-4, "MySQL 9.7.4"),
+                                             _cost("status.Innodb_os_log_fsyncs/op", 1.01, "MariaDB 10.11.19"),
+                                             _cost("server_ctx_voluntary/op", 3.5e-3, "MySQL 9.7.4")]))
+    assert list(view.columns) == ["cost", "condition", "MariaDB 10.11.19", "MySQL 9.7.4", "unit"]   # side by side
+    assert list(view["unit"]) == ["ns/op", "fsyncs/op", "switches per 1,000 ops"]
+    assert view.iloc[0, 2:4].tolist() == ["25.0 [22.5, 27.5]", "2.27 [2.04, 2.50]"]
+    # one scale per cost, shared by the servers: MySQL's 0.000415 fsyncs/op stays comparable to MariaDB's 1.01
+    assert view.iloc[1, 2:4].tolist() == ["1.01 [0.909, 1.11]", "0.000415 [0.000374, 0.000457]"]
+    assert view.iloc[2, 2:4].tolist() == ["—", "3.50 [3.15, 3.85]"]
+    assert narrative.cost_scale(4.15e-4, "fsyncs") == (1e6, "fsyncs per million ops")
+    assert narrative.cost_scale(1e-12, "s") == (1e9, "ns/op")        # the finest scale, never beyond
+
+
+def test_top_function_shares_line_up_with_one_decimal():
+    html = narrative.table_html(pd.DataFrame({"function": ["f", "g"], "on (% of samples)": [12.9, 0.0],
+                                              "off (% of samples)": [0.9, 7.0]}), default=narrative.share_points)
+    assert ">12.9<" in html and ">0.9<" in html and ">7.0<" in html and ">—<" in html and ">f<" in html
 
 
 def test_note_of_a_comparison_no_server_ran_names_the_target_not_nan():
     note = narrative.note_markdown(_row(server_version=math.nan, target="mysql80", verdict="not_tested",
                                        verdict_label="not tested", verdict_note="not tested: no rows for mysql80"))
-    assert note.startswith("- **C4 binlog on vs off** on target mysql80: not tested.") and "nan" not in note
-    assert "on 10.11.19-MariaDB-0+deb12u1: supported" in narrative.note_markdown(_row())
+    assert note.startswith("- **C4 binlog_on vs off** on target mysql80: not tested.") and "nan" not in note
+    assert "on MariaDB 10.11.19: supported" in narrative.note_markdown(_row())
