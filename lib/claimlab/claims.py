@@ -22,7 +22,7 @@ from .schema import Model, Text, fail, kind_of, read_yaml, show, validate
 
 KINDS = ("effect", "null")
 DIRECTIONS = ("lower", "higher", "two_sided")
-STATISTICS = ("mean", "min", "max")   # what a block contributes: see Comparison
+STATISTICS = ("mean", "near_min", "near_max")   # what a block contributes: see Comparison
 DEFAULT_EQUIVALENCE_MARGIN = 0.05
 _CLAIM_ID = re.compile(r"^C[0-9]+$")
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_]*$")
@@ -85,9 +85,9 @@ class Comparison:
     is decided against `equivalence_margin` (a ratio within 1 ± margin counts as no difference).
     `family` names the multiplicity family whose error rate is controlled jointly (default: the
     comparison alone); equivalence comparisons never share a family with effects. `statistic`
-    says what each block contributes: "mean" (geometric means; the default) or the block's
-    "min"/"max" of each side (for CPU-bound work whose noise only slows it: see
-    `stats.observations.block_log_ratios`).
+    says what each block contributes: "mean" (geometric means; the default) or each side's
+    fast-state values only, "near_min" for a time, "near_max" for a rate (CPU-bound work whose
+    noise only slows it: see `stats.observations.fast_state`).
     """
 
     name: str

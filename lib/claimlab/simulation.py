@@ -75,12 +75,21 @@ class Draw:
                          normal_only: bool = False, statistic: str = "mean") -> np.ndarray:
         """(sims, runs, blocks) log ratios, computed as `stats.block_log_ratios` does (rounds
         paired; with `normal_only` a round goes when either side is slow, NaN when none is left;
-        with statistic "min"/"max", each side's smallest/largest value of the block)."""
+        with statistic "near_min"/"near_max", each side's mean over its fast-state values)."""
         if statistic != "mean":
             if normal_only:
-                raise ValueError("the block minimum needs no witness: use all rounds")
-            pick = np.min if statistic == "min" else np.max
-            return pick(self.logs[..., treatment, :], -1) - pick(self.logs[..., baseline, :], -1)
+                raise ValueError("the fast-state statistic needs no probe: use all rounds")
+            from claimlab.stats.observations import FAST_BAND
+            means = []
+            for side in (baseline, treatment):
+                logs = self.logs[..., side, :]                      # (sims, runs, blocks, rounds)
+                if statistic == "near_min":
+                    fast = logs <= logs.min(axis=(-2, -1), keepdims=True) + np.log1p(FAST_BAND)
+                else:
+                    fast = logs >= logs.max(axis=(-2, -1), keepdims=True) - np.log1p(FAST_BAND)
+                with np.errstate(invalid="ignore"):
+                    means.append(np.where(fast, logs, 0.0).sum(-1) / fast.sum(-1))
+            return means[1] - means[0]
         diff = self.logs[..., treatment, :] - self.logs[..., baseline, :]
         if not normal_only:
             return diff.mean(-1)

@@ -19,13 +19,18 @@ from claimlab.simulation import Noise, SlowState, draw, simulate_comparison, sim
 N = 4000
 OFF, ON = Condition.of({"binlog": "off"}), Condition.of({"binlog": "on"})
 RUNS_DISAGREE = Noise(run_sd=0.02)
+# The start-to-start spread of C2's fastest scans, measured in three quick runs (log SD 0.007-0.015
+# per collation; MySQL 9.7 and MariaDB): the fast-state statistic's band is relative to the run's
+# fastest value, so it assumes starts settle within a few percent (see the limit test below).
+C2_STARTS = Noise(between_sd=0.015)
 DESIGNS = {   # name: (draw options, use normal-state rounds only or the block statistic)
     "paired, one run": (dict(n_runs=1, n_blocks=6, n_rounds=5, paired=True), False),
-    "paired, slow state, block minimum": (
-        dict(n_runs=1, n_blocks=6, n_rounds=15, paired=True, slow=SlowState()), "min"),
-    "three levels, slow state, block minimum": (
+    "paired, slow state, fast-state values": (
+        dict(n_runs=1, n_blocks=6, n_rounds=15, paired=True, slow=SlowState(), noise=C2_STARTS),
+        "near_min"),
+    "three levels, slow state, fast-state values": (
         dict(n_runs=3, n_blocks=5, n_rounds=15, paired=True, noise=RUNS_DISAGREE,
-             slow=SlowState()), "min"),
+             slow=SlowState()), "near_min"),
     "paired, four blocks": (dict(n_runs=1, n_blocks=4, n_rounds=5, paired=True), False),
     "paired, slow state, normal-state rounds": (
         dict(n_runs=1, n_blocks=6, n_rounds=5, paired=True, slow=SlowState()), True),
@@ -47,7 +52,7 @@ def comparison(**fields):
 
 
 def summaries(seed, ratio, options, rounds):
-    """`rounds`: True for normal-state rounds only, or a block statistic ("min")."""
+    """`rounds`: True for normal-state rounds only (the probe), or a block statistic."""
     sim = draw(np.random.default_rng(seed), [1.0, ratio], n_sims=N, **options)
     if isinstance(rounds, str):
         return stats.log_ratio(sim.block_log_ratios(statistic=rounds))
@@ -122,16 +127,26 @@ def test_looking_after_every_block_at_5_percent_is_what_the_design_avoids():
     assert rejected.mean() > 0.15
 
 
-def test_the_block_minimum_keeps_the_slow_state_out_of_the_interval():
+def test_the_fast_state_statistic_keeps_the_slow_state_out_of_the_interval():
     """Why C2 uses it: with a quarter of the scans slow, the mean's interval is several times
-    wider than the minimum's, and the minimum still covers (above)."""
-    options = dict(n_runs=1, n_blocks=6, n_rounds=15, paired=True, slow=SlowState())
+    wider than the fast-state one's, which still covers (above)."""
+    options = dict(n_runs=1, n_blocks=6, n_rounds=15, paired=True, slow=SlowState(), noise=C2_STARTS)
     width = {rounds: np.median(np.diff(np.log(summaries(19, 1.1, options, rounds).interval(0.05)), axis=0))
-             for rounds in (False, "min")}
-    assert width["min"] < width[False] / 3, width
+             for rounds in (False, "near_min")}
+    assert width["near_min"] < width[False] / 3, width
 
 
-@pytest.mark.parametrize("statistic", ["mean", "min"])
+def test_the_fast_state_statistic_needs_starts_that_settle_alike():
+    """Its limit: where server starts differ by 4% (log SD), the 15% band cuts into the normal
+    state of the slower starts, shared by every block of a run, and one run's interval
+    under-covers; runs as the top level (above) are not affected."""
+    options = dict(n_runs=1, n_blocks=6, n_rounds=15, paired=True, slow=SlowState(),
+                   noise=Noise(between_sd=0.04))
+    low, high = summaries(11, 1.1, options, "near_min").interval(0.05)
+    assert np.mean((low <= 1.1) & (1.1 <= high)) < 0.93
+
+
+@pytest.mark.parametrize("statistic", ["mean", "near_min"])
 def test_the_vectorized_path_is_what_analyze_computes(statistic):
     results = simulate_comparison(comparison(statistic=statistic), true_ratio=1.2, claim="C4",
                                   n_runs=2, n_blocks=4, n_iterations=3, paired=True, seed=3)

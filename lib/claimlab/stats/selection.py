@@ -16,7 +16,7 @@ import pandas as pd
 
 from claimlab.claims import Claim, Comparison
 
-from .observations import BLOCK_KEYS, OUTLIER_Z, block_log_ratios, factor_columns, outlier_rule, prepare
+from .observations import BLOCK_KEYS, FAST_BAND, OUTLIER_Z, block_log_ratios, factor_columns, outlier_rule, prepare
 from .speed import PROBE_METRICS, flagged_share, slow_mask, speed_flags, witness_note
 
 
@@ -155,6 +155,12 @@ def _group(comparison, target, base, treat, policy: Policy, notes, strata) -> Gr
     one_sided = _one_sided_blocks(kept_base, kept_treat)
     if one_sided:
         notes.append(f"{one_sided} block(s) with one side only left out")
+    if comparison.statistic != "mean":
+        outside = int(blocks["outside_band"].sum())
+        lost = _blocks_with_both(kept_base, kept_treat) - len(blocks)
+        notes.append(f"{outside} value(s) outside the fast state ({FAST_BAND:.0%} of the run's fastest) "
+                     "left out" + (f"; {lost} block(s) with no fast-state value on one side left out"
+                                   if lost else ""))
     unmatched = int(blocks["unmatched"].sum())
     if unmatched:
         notes.append(f"{unmatched} round(s) with one side missing or excluded left out of the pairing")
@@ -162,6 +168,12 @@ def _group(comparison, target, base, treat, policy: Policy, notes, strata) -> Gr
                  server_versions=tuple(sorted(kept["server_version"].astype(str).unique())),
                  n_obs=(len(kept_base), len(kept_treat)), flagged_share=share,
                  notes=tuple(note for note in notes if note))
+
+
+def _blocks_with_both(base: pd.DataFrame, treat: pd.DataFrame) -> int:
+    b, t = (set(map(tuple, side[list(BLOCK_KEYS)].drop_duplicates().to_numpy()))
+            for side in (base, treat))
+    return len(b & t)
 
 
 def _one_sided_blocks(base: pd.DataFrame, treat: pd.DataFrame) -> int:
