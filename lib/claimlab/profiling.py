@@ -495,8 +495,16 @@ def conditions_of(name_or_path: str, profile: str = "smoke", root: Path | None =
     if target is not None:
         exp = params.with_default_target(exp, target, "target")
     conds = design.conditions(exp)
-    # Names and roles (`uca_ai`) spelled for the server; a level it lacks is left out.
-    conds, _ = design.resolve_conditions(conds, {t: flavor_of(exp.targets[t]) for t in {c.target for c in conds}})
+    # Names and roles (`uca_ai`) spelled for the server; a level it lacks is left out. Conditions
+    # on a server that is not here (C3's tarball levels) stay as declared: the caller reports them.
+    flavors = {}
+    for name in {c.target for c in conds}:
+        try:
+            flavors[name] = flavor_of(exp.targets[name])
+        except TargetUnavailable:
+            pass
+    here, elsewhere = [c for c in conds if c.target in flavors], [c for c in conds if c.target not in flavors]
+    conds = design.resolve_conditions(here, flavors)[0] + elsewhere
     out = []
     for cond in conds:
         workload = next((w for w in cond.workloads if not isinstance(w, wl.Sysbench)), cond.workloads[0])
