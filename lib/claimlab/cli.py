@@ -83,6 +83,9 @@ def _parser() -> argparse.ArgumentParser:
     rep.add_argument("--only", nargs="+", metavar="EXPERIMENT", help="only these experiments")
     rep.add_argument("--targets", nargs="+", metavar="TARGET", default=["mariadb", "mysql"],
                      help="servers to run each claim on, those available here (default: mariadb mysql)")
+    rep.add_argument("--cpu-evidence", action="store_true",
+                     help="also profile new runs with perf and callgrind (C2-C4; a few minutes a "
+                          "server); the shipped runs carry theirs, which --from-data shows")
     rep.add_argument("--show-code", action="store_true", help="include the code cells in the HTML")
     rep.add_argument("--out", type=Path, metavar="DIR", help="output directory (default reports/)")
     rep.add_argument("--data", type=Path, metavar="DIR", help=READ_HELP)
@@ -322,7 +325,7 @@ def cmd_report(args) -> int:
     started = time.time()
     index = report.build(profile=args.profile, run_ids=args.from_data, out_dir=args.out,
                          show_code=args.show_code, data_dir=args.data, experiments=args.only,
-                         figures_dir=args.figures, targets=args.targets,
+                         figures_dir=args.figures, targets=args.targets, cpu_evidence=args.cpu_evidence,
                          log=lambda msg: print(f"report: {msg}", file=sys.stderr))
     print(f"reports written; open {index}")
     rows = report.verdict_rows(index.parent, since=started)

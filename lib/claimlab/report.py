@@ -160,10 +160,10 @@ def render_html(notebook: Path, show_code: bool = False) -> Path:
 def build(*, profile: str = "quick", run_ids: list[str] | None = None, out_dir: Path | None = None,
           show_code: bool = False, data_dir: Path | None = None, experiments: list[str] | None = None,
           figures_dir: Path | None = None, targets: Iterable[str] = ("mariadb", "mysql"),
-          cpu_evidence: bool = True, log=print) -> Path:
+          cpu_evidence: bool = False, log=print) -> Path:
     """Run (or re-analyse) every claim notebook, on every target that can run here, then the
-    summary, then the index. New runs get CPU evidence (perf, callgrind) unless `cpu_evidence`
-    is False; re-analysed runs show what is stored with them."""
+    summary, then the index. New runs get CPU evidence (perf, callgrind) only with
+    `cpu_evidence` (minutes a server); re-analysed runs show what is stored with them."""
     root = project_root()
     out_dir = (out_dir or root / "reports").resolve()
     data_dir = data_dir.resolve() if data_dir else None   # None: new runs in runs/, reads from runs/ and data/raw
