@@ -34,6 +34,7 @@ SUMMARY = "00_summary.ipynb"
 INVESTIGATIONS = {"why_slower": "05_why_slower.ipynb"}   # not claims: linked from the index
 NOTEBOOK_ONLY = "notebook-only"   # cell tag: shown in JupyterLab, left out of the HTML report
 PUBLISHED_RUNS = "published_runs.json"   # data/: the shipped runs the summary reads by default
+EARLIER_RUNS = "earlier_runs.json"         # data/: earlier sessions' full runs, for the between-run spread
 
 
 def write_summary(path: str | os.PathLike | None, run_dirs: list[Path], table: pd.DataFrame, claim: Claim) -> None:
@@ -64,15 +65,16 @@ def verdict_rows(out_dir: Path, since: float = 0.0) -> list[dict]:
     return rows
 
 
-def published_runs(root: Path | None = None) -> dict[str, list[str]]:
-    """The shipped runs by experiment: one per server (and session) listed in data/published_runs.json."""
-    path = (root or project_root()) / "data" / PUBLISHED_RUNS
+def published_runs(root: Path | None = None, file: str = PUBLISHED_RUNS) -> dict[str, list[str]]:
+    """The shipped runs by experiment: one per server listed in data/published_runs.json (the
+    newest session; `file=EARLIER_RUNS`: full runs of earlier sessions, kept for their spread)."""
+    path = (root or project_root()) / "data" / file
     listed = json.loads(path.read_text()) if path.exists() else {}
     return {name: [ids] if isinstance(ids, str) else list(ids) for name, ids in listed.items()}
 
 
-def shipped_run_ids(root: Path | None = None) -> list[str]:
-    return [run_id for ids in published_runs(root).values() for run_id in ids]
+def shipped_run_ids(root: Path | None = None, file: str = PUBLISHED_RUNS) -> list[str]:
+    return [run_id for ids in published_runs(root, file).values() for run_id in ids]
 
 
 # -- building the reports --------------------------------------------------------------------
