@@ -80,3 +80,12 @@ def test_conditions_on_servers_not_here_are_listed_not_fatal():
     missing = next(c for c in conds if c.target.name == "mysql57")
     with pytest.raises(TargetUnavailable):
         check_available(missing.target)
+
+
+def test_a_quick_build_reads_the_shipped_investigation_where_one_is_stored(tmp_path):
+    """make report re-analyses the shipped seed 004 hunt instead of running it (minutes); a data
+    directory without one gets a fresh smoke run."""
+    notebook, ablation_name = report.INVESTIGATIONS["why_slower"]
+    assert (ROOT / "notebooks" / notebook).is_file()
+    assert report._stored(ablation_name, None)
+    assert not report._stored(ablation_name, tmp_path)
