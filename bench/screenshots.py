@@ -33,7 +33,7 @@ def pages(reports: Path) -> list[Path]:
     missing = [p.name for p in found if not p.exists()]
     if missing:
         raise SystemExit(f"screenshots: {reports}: no {', '.join(missing)} (build the reports first)")
-    extra = [reports / f"{Path(n).stem}.html" for n in report.INVESTIGATIONS.values()]
+    extra = [reports / f"{Path(n).stem}.html" for n, _ in report.INVESTIGATIONS.values()]
     return found + [p for p in extra if p.exists()]
 
 
