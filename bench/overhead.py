@@ -22,6 +22,7 @@ from pathlib import Path
 import pandas as pd
 
 from claimlab import params, runner, stats
+from claimlab.errors import ClaimlabError
 from claimlab.store import find_run, read_jsonl, read_manifest, read_results
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -85,4 +86,7 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except ClaimlabError as exc:   # one line, as the command line does
+        sys.exit(f"overhead: {exc}")

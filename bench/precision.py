@@ -25,6 +25,7 @@ import pandas as pd
 
 from claimlab import params, runner, stats
 from claimlab.claims import load_claims
+from claimlab.errors import ClaimlabError
 from claimlab.store import find_run, read_manifest, read_results
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -48,6 +49,9 @@ def table(run_dirs: list[Path]) -> pd.DataFrame:
     rows = []
     for run_dir in run_dirs:
         manifest = read_manifest(run_dir)
+        if manifest.get("claim") not in claims:
+            raise ClaimlabError(f"{run_dir.name}: not a claim's run ({manifest.get('experiment')}); "
+                                "precision is reported for claim experiments only")
         claim = claims[manifest["claim"]]
         result = stats.analyze(read_results(run_dir), claim)
         for row in result.itertuples(index=False):
@@ -99,4 +103,7 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except ClaimlabError as exc:   # one line, as the command line does
+        sys.exit(f"precision: {exc}")
