@@ -208,8 +208,9 @@ def test_rerender_from_shipped_data_starts_no_server_and_repeats_its_tables(tmp_
 
 def test_claim_reports_from_shipped_data_fit_the_page_and_name_cpu_samples(tmp_path):
     """--from-data over every shipped run: cards at the top, CPU evidence from the run directory
-    with >= 80% of samples named, each comparison's server named, and on every page (index,
-    summary, C1-C4) nothing wider than 1280 px."""
+    with >= 80% of samples named, each comparison's server named, why-slower re-analysed from
+    its stored run, and on every page (index, summary, C1-C4, why-slower) nothing wider than
+    1280 px."""
     run_ids = report.shipped_run_ids(ROOT)
     result = run_cli("report", "--from-data", *run_ids, "--out", str(tmp_path / "r"),
                      "--figures", str(tmp_path / "figures"), timeout=900)
@@ -221,8 +222,10 @@ def test_claim_reports_from_shipped_data_fit_the_page_and_name_cpu_samples(tmp_p
     ev = evidence.load(find_run(report.published_runs(ROOT)["collation_cost"][0], ROOT / "data" / "raw"))
     assert max(p.named_share for p in ev.profiles) >= 0.8
     pages = sorted((tmp_path / "r").glob("*.html"))
-    assert [p.name for p in pages] == ["00_summary.html", *(f"{n}.html" for n in sorted(report.NOTEBOOKS.values())),
-                                       "index.html"]
+    investigations = [f"{Path(n).stem}.html" for n, _ in report.INVESTIGATIONS.values()]   # from stored runs
+    assert [p.name for p in pages] == ["00_summary.html", *investigations,
+                                       *(f"{n}.html" for n in sorted(report.NOTEBOOKS.values())), "index.html"]
+    assert 'href="05_why_slower.html"' in (tmp_path / "r" / "index.html").read_text()
     driver = _browser(tmp_path / "chromium-profile")
     try:
         for path in pages:
