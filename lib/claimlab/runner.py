@@ -346,9 +346,7 @@ def _run_unit(ctx: _Context, unit: Unit) -> int:
             for index in range(len(exp.workloads)):
                 stored_here, probe = _run_workload(ctx, unit, index, server, facts, attempt, meter, probe, phases)
                 stored += stored_here
-            for closer in (meter, probe):   # before the shutdown, which waits for open sessions
-                if closer is not None:
-                    closer.close()
+            _close_sessions(meter, probe)   # before the shutdown, which waits for open sessions
             meter = probe = None
             server.stop()
             phases.lap("stop_s")
@@ -368,11 +366,16 @@ def _run_unit(ctx: _Context, unit: Unit) -> int:
                 raise
             time.sleep(0.5)
         finally:
-            for closer in (meter, probe):
-                if closer is not None:
-                    closer.close()
+            _close_sessions(meter, probe)
             server.stop()
     return stored
+
+
+def _close_sessions(*sessions) -> None:
+    """The meter's and the probe's connections (None: not opened yet, or already closed)."""
+    for session in sessions:
+        if session is not None:
+            session.close()
 
 
 def _run_workload(ctx: _Context, unit: Unit, index: int, server, facts, attempt, meter, probe, phases):

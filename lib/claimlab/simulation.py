@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from claimlab.claims import Comparison, Condition
+from claimlab.stats.observations import FAST_BAND
 
 
 @dataclass(frozen=True)
@@ -79,7 +80,6 @@ class Draw:
         if statistic != "mean":
             if normal_only:
                 raise ValueError("the fast-state statistic needs no probe: use all rounds")
-            from claimlab.stats.observations import FAST_BAND
             means = []
             for side in (baseline, treatment):
                 logs = self.logs[..., side, :]                      # (sims, runs, blocks, rounds)

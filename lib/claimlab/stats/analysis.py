@@ -27,7 +27,7 @@ from .verdicts import VERDICTS, target_note, verdict
 SMALL_EFFECT = 0.05
 
 # One row per comparison and target. statistic: what a block contributes (claims.yaml; "mean":
-# geometric means, "min"/"max": each side's best value per block); estimate: exp of the mean
+# geometric means, "near_min"/"near_max": each side's fast-state values); estimate: exp of the mean
 # block log ratio, treatment / baseline (a ratio of geometric means with "mean");
 # ci_low/ci_high at `confidence` (the family's share of alpha, and the stopping rule's level);
 # p_value: paired t of ratio 1 (the interval's dual); p_family: Holm within the family;

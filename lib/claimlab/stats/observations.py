@@ -187,9 +187,7 @@ def _side_mean(side: pd.DataFrame, key: tuple, keys: list[str]) -> float:
 
 
 def block_statistic_rule(statistic: str) -> str:
-    """What a block contributes, in words, for notes and reports."""
-    if statistic == "mean":
-        return "each block's mean log ratio (paired rounds) or ratio of geometric means"
+    """What a block contributes under a fast-state statistic, in words, for verdict notes."""
     which = "fastest (smallest)" if statistic == "near_min" else "fastest (largest)"
     return (f"each side's geometric mean over its fast-state values: within {FAST_BAND:.0%} of the "
             f"run's {which} value of its condition (the machine's noise only slows CPU-bound work; "

@@ -170,13 +170,16 @@ def _group(comparison, target, base, treat, policy: Policy, notes, strata) -> Gr
                  notes=tuple(note for note in notes if note))
 
 
+def _block_sets(base: pd.DataFrame, treat: pd.DataFrame) -> tuple[set, set]:
+    return tuple(set(map(tuple, side[list(BLOCK_KEYS)].drop_duplicates().to_numpy()))
+                 for side in (base, treat))
+
+
 def _blocks_with_both(base: pd.DataFrame, treat: pd.DataFrame) -> int:
-    b, t = (set(map(tuple, side[list(BLOCK_KEYS)].drop_duplicates().to_numpy()))
-            for side in (base, treat))
+    b, t = _block_sets(base, treat)
     return len(b & t)
 
 
 def _one_sided_blocks(base: pd.DataFrame, treat: pd.DataFrame) -> int:
-    b, t = (set(map(tuple, side[list(BLOCK_KEYS)].drop_duplicates().to_numpy()))
-            for side in (base, treat))
+    b, t = _block_sets(base, treat)
     return len(b ^ t)
