@@ -31,8 +31,6 @@ def test_second_run_starts_from_the_cached_load(tmp_path, write_params, mariadbd
     second, starts = run()
     assert [s["datadir_from_cache"] for s in starts] == [True, False]   # then reused within the run
     assert not any(e["event"] == "datadir_cached" for e in read_jsonl(second / "events.jsonl"))
-    phases = [e["phases"] for e in read_jsonl(second / "events.jsonl") if e["event"] == "unit_done"]
-    assert all(p["prepare_s"] < 1.0 for p in phases)        # nothing was loaded again
     df = read_results(second)
     assert len(df[df["metric"] == "elapsed_s"]) == 4       # the scans found all 500 rows (checked)
 
