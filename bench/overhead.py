@@ -3,7 +3,8 @@
     python bench/overhead.py                 # run every experiment's quick profile, then report
     python bench/overhead.py --run RUN_ID..  # report on stored runs only
 
-Measured time is the sum of the measured iterations (their start/end stamps). The rest is split
+Measured time is the sum of the measured spans (their start/end stamps; the levels of an interleaved
+burst share one). The rest is split
 into server start (including reading back its variables), load, warm-up, the speed probes (and
 their calibration), the quiet check, stop, saving a loaded data directory to the cache, the gaps
 between measurements (resource snapshots, storing a row and its fsync) and everything else
@@ -35,7 +36,9 @@ def _ts(text: str) -> dt.datetime:
 def overhead(run_dir: Path) -> dict:
     manifest = read_manifest(run_dir)
     df = read_results(run_dir, accept_modified=True)
-    per_measurement = df.drop_duplicates(["condition", "workload", "repetition", "iteration"])
+    # one row per measured span: the levels of an interleaved burst share theirs (and its probes)
+    spans = ["repetition", "attempt", "started_at", "ended_at"]
+    per_measurement = df.drop_duplicates(spans)
     measured = sum((_ts(e) - _ts(s)).total_seconds()
                    for s, e in zip(per_measurement["started_at"], per_measurement["ended_at"]))
     wall = (_ts(manifest["finished_at"]) - _ts(manifest["created_at"])).total_seconds()
@@ -48,7 +51,8 @@ def overhead(run_dir: Path) -> dict:
     row["gaps_s"] = float(phases.get("measure_s", 0.0)) - measured
     row["other_s"] = wall - measured - sum(row[p] for p in (*PHASES, "gaps_s"))
     row["overhead_share"] = 1 - measured / wall
-    probes = df[df["metric"].isin(["probe_before_s", "probe_after_s"])]["value"].sum()
+    probe_rows = df[df["metric"].isin(["probe_before_s", "probe_after_s"])]
+    probes = probe_rows.drop_duplicates([*spans, "metric"])["value"].sum()
     row["probe_share_of_measured"] = probes / measured if measured else float("nan")
     return row
 

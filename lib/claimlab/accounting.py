@@ -285,6 +285,13 @@ def _others_cpu(before: MachineSample, after: MachineSample, own_cpu_s: float) -
     return max(busy_s - own_cpu_s, 0.0) / elapsed
 
 
+def shared_by_levels(metrics: list[Metric]) -> list[Metric]:
+    """The shares and rates that describe the machine: of an interleaved burst
+    (workloads.interleaved_session) only these are true of each level. The server's CPU, its
+    counters and the disk's totals cover all levels at once and are not split by assumption."""
+    return [m for m in metrics if m.name.startswith(("machine_", "other_"))]
+
+
 def contended(metrics: list[Metric]) -> bool:
     """Whether others used more than the quiet thresholds while this measurement ran."""
     values = {m.name: m.value for m in metrics}

@@ -96,6 +96,12 @@ def conditions(exp: Experiment) -> list[Condition]:
             raise ConfigError(exp.source, setter, f"sets server options, but condition {cid} runs on "
                                                   f"external target {target}, which claimlab never reconfigures")
         out.append(Condition(cid, levels, target, server, tuple(workloads), cell))
+    for group in cells(out):
+        for i, w in enumerate(exp.workloads):
+            try:
+                wl.interleaved([c.workloads[i] for c in group])
+            except ValueError as exc:
+                raise ConfigError(exp.source, f"workloads.{w.name}", str(exc)) from None
     return out
 
 

@@ -223,7 +223,7 @@ def profile_condition(launcher: Launcher, target: TargetSpec, options: ServerOpt
         workload.prepare(server)
         with workload.session(server, seed) as measure:
             for _ in range(warmup):
-                measure()
+                measure(warmup=True)
             with perf_sampling(server.pid, out_dir / f"{condition}.perf.data") as data:
                 started, done = time.monotonic(), 0
                 while done < iterations or time.monotonic() - started < seconds:

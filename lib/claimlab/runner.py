@@ -27,10 +27,12 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from tqdm import tqdm
 
 from . import accounting, datacache, provenance, witness
+from . import workloads as wl
 from .design import Condition, Unit, conditions, resolve_conditions, round_order, schedule, unit_seed, within_factors
 from .errors import ClaimlabError, Interrupted, ServerGone, ServerStartError, SettingsMismatch, TargetUnavailable
 from .params import Experiment
@@ -138,13 +140,6 @@ def run(exp: Experiment, *, data_root: Path | None = None, work_root: Path | Non
         raise TargetUnavailable("; ".join(skipped.values()))
     # Levels naming a role or a spelling are resolved per server before any starts; a level a
     # server lacks is skipped with its reason (e.g. 0900 collations on MariaDB).
-    runnable, unresolvable = resolve_conditions(
-        runnable, {name: flavor_of(exp.targets[name]) for name in {c.target for c in runnable}})
-    skipped = skipped | unresolvable
-    if not runnable:
-        raise TargetUnavailable("; ".join(skipped.values()))
-    # servers-helper: levels naming a role or a spelling are resolved per server before any
-    # starts; a level a server lacks is skipped with its reason (e.g. 0900 collations on MariaDB).
     runnable, unresolvable = resolve_conditions(
         runnable, {name: flavor_of(exp.targets[name]) for name in {c.target for c in runnable}})
     skipped = skipped | unresolvable
@@ -391,14 +386,26 @@ def _run_workload(ctx: _Context, unit: Unit, index: int, server, facts, attempt,
         w.prepare(server)
     phases.lap("prepare_s")
     stored = 0
+    joint = wl.interleaved([w for _, w in pairs.values()])
     with contextlib.ExitStack() as stack:
-        sessions = {cid: stack.enter_context(w.session(server, unit_seed(design.seed, unit.seq, n)))
-                    for n, (cid, (c, w)) in enumerate(pairs.items())}
+        if joint:   # one sysbench process measures every level at once
+            together = stack.enter_context(wl.interleaved_session(
+                server, {cid: w for cid, (c, w) in pairs.items()}, unit_seed(design.seed, unit.seq, 0)))
+        else:
+            sessions = {cid: stack.enter_context(w.session(server, unit_seed(design.seed, unit.seq, n)))
+                        for n, (cid, (c, w)) in enumerate(pairs.items())}
+
+        def calls(order: list) -> list[tuple[list, Callable[..., dict]]]:
+            """What one round runs: one call for all levels, or one call per level in order."""
+            if joint:
+                return [(order, together)]
+            return [([c], lambda warmup=False, c=c: {c.id: sessions[c.id](warmup)}) for c in order]
+
         warm = []
         for k in range(design.warmup):
-            for c in round_order(unit, -1 - k, design.seed):
+            for _, call in calls(round_order(unit, -1 - k, design.seed)):
                 t0 = time.perf_counter()
-                sessions[c.id]()
+                call(warmup=True)
                 warm.append(time.perf_counter() - t0)
         store.event("warmup", seq=unit.seq, workload=exp.workloads[index].name, measurements=len(warm),
                     seconds=round(sum(warm), 4))
@@ -413,30 +420,31 @@ def _run_workload(ctx: _Context, unit: Unit, index: int, server, facts, attempt,
         phases.lap("quiet_s")
         probing = 0.0
         for rnd in range(design.iterations):
-            for c in round_order(unit, rnd, design.seed):
-                if (c.id, rnd) not in todo:
-                    continue
-                w = pairs[c.id][1]
+            order = [c for c in round_order(unit, rnd, design.seed) if (c.id, rnd) in todo]
+            for conds, call in calls(order) if order else ():
                 before = probe.time()
                 start_ts = now()
                 meter.start()
-                m = sessions[c.id]()
+                measured = call()
                 costs = meter.stop()
                 end_ts = now()
                 after = probe.time()
                 probing += before + after
-                metrics = m.metrics + tuple(costs) + (Metric("probe_before_s", before, "s"),
-                                                      Metric("probe_after_s", after, "s"))
-                store.append(MeasurementRecord(
-                    run_id=store.run_id, claim=exp.claim, experiment=exp.name, condition=c.id,
-                    levels=c.levels, target=c.target, server_version=facts.version, workload=w.name,
-                    repetition=unit.repetition, iteration=rnd, seq=unit.seq, attempt=attempt,
-                    started_at=start_ts, ended_at=end_ts,
-                    contention=busy or accounting.contended(costs), metrics=metrics, intervals=m.intervals))
-                ctx.done.add((c.id, w.name, unit.repetition, rnd))
-                stored += 1
-                if ctx.bar is not None:
-                    ctx.bar.update(1)
+                kept = accounting.shared_by_levels(costs) if joint else costs
+                for c in conds:
+                    w, m = pairs[c.id][1], measured[c.id]
+                    metrics = m.metrics + tuple(kept) + (Metric("probe_before_s", before, "s"),
+                                                         Metric("probe_after_s", after, "s"))
+                    store.append(MeasurementRecord(
+                        run_id=store.run_id, claim=exp.claim, experiment=exp.name, condition=c.id,
+                        levels=c.levels, target=c.target, server_version=facts.version, workload=w.name,
+                        repetition=unit.repetition, iteration=rnd, seq=unit.seq, attempt=attempt,
+                        started_at=start_ts, ended_at=end_ts, contention=busy or accounting.contended(costs),
+                        metrics=metrics, intervals=m.intervals))
+                    ctx.done.add((c.id, w.name, unit.repetition, rnd))
+                    stored += 1
+                    if ctx.bar is not None:
+                        ctx.bar.update(1)
         phases.lap("measure_s")
         phases.move("measure_s", "probe_s", probing)
     return stored, probe

@@ -90,12 +90,13 @@ class Workload:
 
     # -- measured phase --------------------------------------------------------------------
     @contextlib.contextmanager
-    def session(self, server, seed: int) -> Iterator[Callable[[], Measurement]]:
-        """Yields a function that runs one iteration; the connection lives for the whole session."""
+    def session(self, server, seed: int) -> Iterator[Callable[..., Measurement]]:
+        """Yields a function that runs one iteration (`warmup=True`: a warm-up one, which a
+        workload may make shorter); the connection lives for the whole session."""
         conn = server.connect(database=self.schema())
         cur = conn.cursor()
         try:
-            def measure() -> Measurement:
+            def measure(warmup: bool = False) -> Measurement:
                 try:
                     return self.measure(cur, seed)
                 except mysql.connector.Error as exc:
@@ -285,6 +286,12 @@ class Sysbench(Workload):
     schema_charset: str | None = None  # the tables' charset (via the schema default)
     schema_collation: str | None = None
     report_interval: int = 1
+    # True: the levels of one server start share one sysbench process, transaction by transaction
+    # (interleaved_session); False: each level runs its own sysbench burst.
+    interleave: bool = False
+    warmup_time: int | None = None   # seconds of a warm-up burst (None: `time`)
+    # what may differ between interleaved levels: the level is the charset, everything else is shared
+    LEVEL_FIELDS: ClassVar[tuple[str, ...]] = ("charset", "collation", "schema_charset", "schema_collation")
 
     def __post_init__(self):
         if self.test not in BUNDLED_TESTS:
@@ -298,6 +305,8 @@ class Sysbench(Workload):
                 raise ValueError(f"{name}: {value!r} is not a charset/collation name")
         if self.collation and not self.charset:
             raise ValueError("collation: needs `charset` too")
+        if self.warmup_time is not None and not 1 <= self.warmup_time <= self.time:
+            raise ValueError("warmup_time: must be from 1 to `time` seconds")
 
     def check_tools(self) -> None:
         try:
@@ -326,19 +335,104 @@ class Sysbench(Workload):
         env = dict(os.environ, CLAIMLAB_SYSBENCH_TEST=f"{SYSBENCH_DIR}/{self.test}.lua",
                    CLAIMLAB_SET_NAMES=self.set_names())
         with resources.as_file(wrapper) as lua, _options_file(server, self.schema()) as cfg:
-            def measure() -> Measurement:
+            def measure(warmup: bool = False) -> Measurement:
                 args = [f"--config-file={cfg}", str(lua), f"--threads={self.threads}",
-                        f"--time={self.time}", f"--tables={self.tables}",
+                        f"--time={self.burst_time(warmup)}", f"--tables={self.tables}",
                         f"--table-size={self.table_size}", f"--db-ps-mode={self.ps_mode}",
                         f"--report-interval={self.report_interval}", f"--rand-seed={seed}", "run"]
                 out = _run_sysbench(self, args, timeout=self.time + 120, env=env, server=server)
                 return parse_sysbench(out, self.name)
             yield measure
 
+    def burst_time(self, warmup: bool) -> int:
+        return self.warmup_time if warmup and self.warmup_time else self.time
+
     def set_names(self) -> str:
         if not self.charset:
             return ""
         return self.charset + (f" COLLATE {self.collation}" if self.collation else "")
+
+
+def interleaved(workloads: list[Workload]) -> bool:
+    """Whether these levels' workloads (one per condition of a server start) run as one
+    interleaved sysbench process; raises ValueError when they ask for it but cannot."""
+    flags = {bool(getattr(w, "interleave", False)) for w in workloads}
+    if flags == {False}:
+        return False
+    if len(flags) > 1:
+        raise ValueError("interleave: set for some levels and not others; set it on the workload")
+    first = workloads[0]
+    shared = [f for f in first.__dataclass_fields__ if f not in first.LEVEL_FIELDS]
+    for w in workloads[1:]:
+        differ = [f for f in shared if getattr(w, f) != getattr(first, f)]
+        if differ:
+            raise ValueError(f"interleave: levels may differ only in {', '.join(first.LEVEL_FIELDS)}, "
+                             f"not in {differ[0]}")
+    return True
+
+
+_LEVEL_LINE = re.compile(r"^claimlab-level (\d+) (\d+) ([\d.]+)$", re.M)
+
+
+@contextlib.contextmanager
+def interleaved_session(server, workloads: dict[str, Sysbench], seed: int
+                        ) -> Iterator[Callable[..., dict[str, Measurement]]]:
+    """One sysbench process for all levels: every thread holds a connection per level and runs
+    its transactions on them in turn, a fresh random order each cycle, timing each one
+    (sysbench_interleave.lua). A level's rate is its transactions per second of thread time spent
+    on them: what the level alone would sustain at that latency, measured in the same
+    milliseconds as the other levels.
+
+    sysbench's own per-second series and error counts cover all levels together, so they are not
+    recorded per level."""
+    ids = list(workloads)
+    first = workloads[ids[0]]
+    wrapper = resources.files("claimlab") / "sysbench_interleave.lua"
+    levels = ";".join(f"{i}|{workloads[cid].schema()}|{workloads[cid].set_names()}" for i, cid in enumerate(ids))
+    env = dict(os.environ, CLAIMLAB_SYSBENCH_TEST=f"{SYSBENCH_DIR}/{first.test}.lua", CLAIMLAB_LEVELS=levels)
+    with resources.as_file(wrapper) as lua, _options_file(server, first.schema()) as cfg:
+        def measure(warmup: bool = False) -> dict[str, Measurement]:
+            args = [f"--config-file={cfg}", str(lua), f"--threads={first.threads}",
+                    f"--time={first.burst_time(warmup)}",
+                    f"--tables={first.tables}", f"--table-size={first.table_size}",
+                    f"--db-ps-mode={first.ps_mode}", f"--rand-seed={seed}", "run"]
+            out = _run_sysbench(first, args, timeout=first.time + 120, env=env, server=server)
+            return parse_interleaved(out, ids, first.threads, first.name)
+        yield measure
+
+
+def parse_interleaved(output: str, ids: list[str], threads: int, name: str = "sysbench") -> dict[str, Measurement]:
+    """Per level, from the wrapper's per-thread lines: rates, latency and queries."""
+    totals = parse_sysbench(output, name)
+    values = {m.name: m.value for m in totals.metrics}
+    events = re.search(r"transactions:\s+(\d+)\s+\(", output)
+    per_level = {i: [0, 0.0] for i in range(len(ids))}
+    lines = 0
+    for m in _LEVEL_LINE.finditer(output):
+        index = int(m[1])
+        if index not in per_level:
+            raise WorkloadError(f"workload {name}: sysbench reported an unknown level {index}")
+        per_level[index][0] += int(m[2])
+        per_level[index][1] += float(m[3])
+        lines += 1
+    if lines != threads * len(ids) or not events or int(events[1]) == 0:
+        raise WorkloadError(f"workload {name}: the interleaving wrapper reported {lines} level lines, "
+                            f"expected {threads * len(ids)} ({threads} threads x {len(ids)} levels)")
+    # a transaction of one test sends a fixed number of queries (20 in oltp_read_write); sysbench's
+    # total also counts each connection's set-up (USE, SET NAMES), which is not measured work
+    queries_per_tx = round(values["operations"] / int(events[1]))
+    out = {}
+    for index, cid in enumerate(ids):
+        n, seconds = per_level[index]
+        if n == 0 or seconds <= 0:
+            raise WorkloadError(f"workload {name}: level {cid} ran no transaction; make `time` longer")
+        tps = threads * n / seconds
+        out[cid] = Measurement((
+            Metric("tps", tps, "1/s"), Metric("qps", tps * queries_per_tx, "1/s"),
+            Metric("operations", n * queries_per_tx, "ops"), Metric("transactions", float(n), "count"),
+            Metric("latency_avg_ms", 1000.0 * seconds / n, "ms"),
+            Metric("level_time_s", seconds / threads, "s")))
+    return out
 
 
 @contextlib.contextmanager
