@@ -140,19 +140,6 @@ def run_order(results: pd.DataFrame, metric: str | None = None) -> plt.Figure:
     return fig
 
 
-def interval_series(intervals: pd.DataFrame, value: str = "tps") -> plt.Figure:
-    """sysbench's per-interval throughput, one line per run, by condition: warm-up and stalls."""
-    fig, ax = plt.subplots(figsize=(9, 3.5))
-    data = intervals.assign(run=intervals["repetition"].astype(str) + "/" + intervals["iteration"].astype(str))
-    sns.lineplot(data=data, x="t_s", y=value, hue="condition", units="run", estimator=None, ax=ax,
-                 alpha=0.7, hue_order=sorted(data["condition"].unique()))
-    ax.set_xlabel("seconds into the measured run")
-    ax.set_ylabel(value)
-    ax.set_title(f"sysbench {value} per reporting interval (one line per run)")
-    fig.tight_layout()
-    return fig
-
-
 def costs(table: pd.DataFrame, metrics: list[str] | None = None) -> plt.Figure:
     """Per-operation costs by condition with their intervals (stats.cost_table), one panel each."""
     data = table if metrics is None else table[table["metric"].isin(metrics)]
