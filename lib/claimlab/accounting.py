@@ -261,19 +261,22 @@ class Meter:
             pass
 
 
-def other_load(server_pid: int | None, window: float = QUIET_WINDOW_S) -> tuple[float, float]:
-    """CPU cores and disk bytes/s used over `window` by processes other than claimlab and its server."""
-    ours = {os.getpid(), *([server_pid] if server_pid else [])}
+def other_load(server_pids, window: float = QUIET_WINDOW_S) -> tuple[float, float]:
+    """CPU cores and disk bytes/s used over `window` by processes other than claimlab and its
+    servers (`server_pids`: the pids of the run's running servers; None where one has none)."""
+    pids = [pid for pid in server_pids if pid]
+    ours = {os.getpid(), *pids}
     w0, m0, c0 = user_write_bytes(ours), machine(), client_times()
-    s0 = process_times(server_pid) if server_pid else None
+    s0 = [process_times(pid) for pid in pids]
     time.sleep(window)
     m1, c1 = machine(), client_times()
-    s1 = process_times(server_pid) if server_pid else None
+    s1 = [process_times(pid) for pid in pids]
     w1 = user_write_bytes(ours)
     own = c1 - c0
     own_cpu = own.user_s + own.system_s
-    if s0 and s1:
-        own_cpu += (s1 - s0).user_s + (s1 - s0).system_s
+    for a, b in zip(s0, s1):
+        if a and b:
+            own_cpu += (b - a).user_s + (b - a).system_s
     return _others_cpu(m0, m1, own_cpu), _written_since(w0, w1) / max(m1.at - m0.at, 1e-3)
 
 
@@ -299,14 +302,14 @@ def contended(metrics: list[Metric]) -> bool:
             or values.get("other_disk_bytes_s", 0.0) > MAX_OTHER_DISK_BYTES_S)
 
 
-def wait_until_quiet(server_pid: int | None, max_wait: float = QUIET_WAIT_S) -> tuple[bool, float, float]:
+def wait_until_quiet(server_pids, max_wait: float = QUIET_WAIT_S) -> tuple[bool, float, float]:
     """Wait (bounded) for other processes to leave the CPU and disk alone.
 
     Returns (contended, other_cpu_cores, other_disk_bytes_per_s) of the last check: contended is
     True when the machine stayed busy for the whole wait."""
     deadline = time.monotonic() + max_wait
     while True:
-        cpu, disk = other_load(server_pid)
+        cpu, disk = other_load(server_pids)
         quiet = cpu <= MAX_OTHER_CPU_CORES and disk <= MAX_OTHER_DISK_BYTES_S
         if quiet or time.monotonic() >= deadline:
             return (not quiet), cpu, disk

@@ -12,6 +12,11 @@ the ratio (a paired design; Montgomery, Design and Analysis of Experiments, ch. 
 Cells (between-server factors: server options, targets) are run in blocks: block b holds one
 server start of every cell, in an order shuffled afresh for each block from the seed, so that drift
 and neighbours' noise spread over all of them (randomized complete blocks, same chapter).
+With `design.side_by_side` a block's cells are not run one after another but at once: one server
+per cell, all started together, and the rounds alternate between the servers as they alternate
+between a cell's conditions, so a comparison of two server configurations is paired round by round
+too (one unit per block). It is for workloads whose noise drifts over seconds to minutes (an
+fsync-bound insert loop on a shared disk), where consecutive server starts see different states.
 """
 
 from __future__ import annotations
@@ -39,7 +44,8 @@ class Condition:
 
 @dataclass(frozen=True)
 class Unit:
-    """One server start: every condition of one cell, warm-up, then the rounds."""
+    """One server start (side by side: one start of each cell's server, together): every
+    condition of its cells, warm-up, then the rounds."""
 
     seq: int
     block: int
@@ -48,7 +54,11 @@ class Unit:
 
     @property
     def cell(self) -> str:
-        return self.conditions[0].cell
+        return "+".join(group[0].cell for group in self.cells)
+
+    @property
+    def cells(self) -> list[tuple[Condition, ...]]:
+        return cells(list(self.conditions))
 
 
 def within_factors(exp: Experiment) -> tuple[str, ...]:
@@ -99,9 +109,13 @@ def conditions(exp: Experiment) -> list[Condition]:
     for group in cells(out):
         for i, w in enumerate(exp.workloads):
             try:
-                wl.interleaved([c.workloads[i] for c in group])
+                joint = wl.interleaved([c.workloads[i] for c in group])
             except ValueError as exc:
                 raise ConfigError(exp.source, f"workloads.{w.name}", str(exc)) from None
+            if joint and exp.design.side_by_side and len(cells(out)) > 1:
+                raise ConfigError(exp.source, "design.side_by_side",
+                                  f"workload {w.name} interleaves its levels in one sysbench process, "
+                                  "which cannot alternate with other servers; drop one of the two")
     return out
 
 
@@ -142,13 +156,16 @@ def resolve_conditions(conds: list[Condition], flavors: dict[str, Flavor]
     return kept, skipped
 
 
-def schedule(conds: list[Condition], blocks: int, seed: int) -> list[Unit]:
-    """Every block's order comes from the same seeded stream: a resumed run sees the same plan."""
+def schedule(conds: list[Condition], blocks: int, seed: int, side_by_side: bool = False) -> list[Unit]:
+    """Every block's order comes from the same seeded stream: a resumed run sees the same plan.
+    Side by side, a block is one unit holding every cell (their rounds' order is `round_order`'s)."""
     rng = random.Random(seed)
     units: list[Unit] = []
     for block in range(blocks):
         order = cells(conds)
         rng.shuffle(order)
+        if side_by_side:
+            order = [tuple(c for group in order for c in group)]
         units += [Unit(seq=len(units) + i, block=block, repetition=block, conditions=group)
                   for i, group in enumerate(order)]
     return units

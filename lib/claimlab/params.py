@@ -64,6 +64,7 @@ class Design:
     max_attempts: int = 3         # tries per repetition when the server dies or a workload fails
     target: str | None = None     # the target when no factor picks one
     sequential: StopRule | None = None   # ask the statistics after each block (stats.should_stop)
+    side_by_side: bool = False    # a block's cells run in servers started together, rounds alternating
 
 
 @dataclass(frozen=True)
@@ -315,6 +316,7 @@ class DesignIn(Model):
     max_attempts: Annotated[int, Field(ge=1, le=10)] | None = None
     target: Name | None = None
     sequential: Annotated[StopRuleIn | None, BeforeValidator(_off_is_none)] = None
+    side_by_side: bool | None = None
 
     def applied(self, base: Design, targets: dict, source: str, where: str) -> Design:
         values = {k: v for k, v in self.model_dump(exclude_unset=True).items() if k != "sequential"}

@@ -24,6 +24,7 @@ import signal
 import statistics
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,7 +37,7 @@ from . import workloads as wl
 from .design import Condition, Unit, conditions, resolve_conditions, round_order, schedule, unit_seed, within_factors
 from .errors import ClaimlabError, Interrupted, ServerGone, ServerStartError, SettingsMismatch, TargetUnavailable
 from .params import Experiment
-from .servers import ExternalServer, Launcher, check_available, flavor_of, reaping, verify_settings
+from .servers import ExternalServer, Launcher, check_available, flavor_of, reaping, stop_all, verify_settings
 from .store import (
     FORMAT_VERSION,
     MeasurementRecord,
@@ -151,7 +152,7 @@ def run(exp: Experiment, *, data_root: Path | None = None, work_root: Path | Non
         (log or (lambda _: None))(line)
     design = exp.design
     blocks = design.sequential.max_blocks if design.sequential else design.repetitions
-    units = schedule(runnable, blocks, design.seed)
+    units = schedule(runnable, blocks, design.seed, design.side_by_side)
     work_root = work_root or project_root() / "work"
 
     if resume:
@@ -278,7 +279,7 @@ def _drop_external_schemas(exp: Experiment, conds: list[Condition], store: RunSt
 def _design_dict(exp: Experiment) -> dict:
     d = exp.design
     out = {k: getattr(d, k) for k in ("repetitions", "warmup", "iterations", "seed", "fresh_datadir",
-                                       "max_attempts", "target")}
+                                       "max_attempts", "target", "side_by_side")}
     out["sequential"] = None if d.sequential is None else vars(d.sequential)
     out["within_factors"] = list(within_factors(exp))
     return out
@@ -301,53 +302,77 @@ class _Context:
     bar: object = None
 
 
+@dataclass
+class _Process:
+    """One cell's server within a unit: the server, what it reported, and its metering sessions."""
+
+    conditions: tuple[Condition, ...]
+    server: object
+    cache_key: str | None
+    from_cache: bool = False
+    facts: object = None
+    meter: object = None
+    probe: object = None
+
+    def close_sessions(self) -> None:
+        """The meter's and the probe's connections (None: not opened yet, or already closed)."""
+        for session in (self.meter, self.probe):
+            if session is not None:
+                session.close()
+        self.meter = self.probe = None
+
+
 def _run_unit(ctx: _Context, unit: Unit) -> int:
-    """One server start: every condition of the unit's cell, warm-up, then the rounds.
+    """One server start (side by side: one per cell, started together): every condition of the
+    unit, warm-up, then the rounds.
 
     Server starts are numbered per unit (`attempt`) across resumes, so the rows of two server
-    processes never share (seq, attempt); servers.jsonl maps each to its pid."""
+    processes never share (seq, attempt) with their condition; servers.jsonl maps each to its pid.
+    A server lost or not started restarts every server of the unit."""
     exp, store, design = ctx.exp, ctx.store, ctx.exp.design
     missing = [(c.id, w.name, unit.repetition, i) for c in unit.conditions for w in c.workloads
                for i in range(design.iterations)]
     if all(key in ctx.done for key in missing):
         return 0
-    cond0 = unit.conditions[0]
-    target = exp.targets[cond0.target]
     first = store.starts().get(unit.seq, 0) + 1
     stored = 0
     for k in range(design.max_attempts):
         attempt = first + k
-        server = ctx.launcher.prepare(target, cond0.server, fresh=design.fresh_datadir and k == 0)
-        cache_key = None if design.fresh_datadir else datacache.key(
-            server, [w.schema() for c in unit.conditions for w in c.workloads])
+        procs = {}
+        for group in unit.cells:
+            c0 = group[0]
+            server = ctx.launcher.prepare(exp.targets[c0.target], c0.server, fresh=design.fresh_datadir and k == 0)
+            cache_key = None if design.fresh_datadir else datacache.key(
+                server, [w.schema() for c in group for w in c.workloads])
+            procs[c0.cell] = _Process(group, server, cache_key)
         load_before = provenance.loadavg()
         started = now()
         phases = _Phases()
-        meter = probe = None
         try:
-            from_cache = datacache.restore(server, cache_key)
-            server.start()
-            facts = server.facts()
-            store.record_server({"seq": unit.seq, "condition": cond0.id if len(unit.conditions) == 1 else unit.cell,
-                                 "cell": unit.cell, "conditions": [c.id for c in unit.conditions],
-                                 "repetition": unit.repetition, "attempt": attempt, "target": cond0.target,
-                                 "version": facts.version, "log_bin": facts.log_bin, "pid": server.pid,
-                                 "started_at": started, "loadavg_before": load_before,
-                                 "datadir_from_cache": from_cache},
-                                facts.stable_variables())
-            verify_settings(server.options, facts, cond0.target)
-            meter = accounting.Meter(server)
+            _start_all(procs.values())
+            for proc in procs.values():
+                proc.facts = proc.server.facts()
+                c0 = proc.conditions[0]
+                store.record_server({"seq": unit.seq, "condition": c0.id if len(proc.conditions) == 1 else c0.cell,
+                                     "cell": c0.cell, "conditions": [c.id for c in proc.conditions],
+                                     "repetition": unit.repetition, "attempt": attempt, "target": c0.target,
+                                     "version": proc.facts.version, "log_bin": proc.facts.log_bin,
+                                     "pid": proc.server.pid, "started_at": started, "loadavg_before": load_before,
+                                     "datadir_from_cache": proc.from_cache},
+                                    proc.facts.stable_variables())
+                verify_settings(proc.server.options, proc.facts, c0.target)
+                proc.meter = accounting.Meter(proc.server)
             phases.lap("start_s")
             for index in range(len(exp.workloads)):
-                stored_here, probe = _run_workload(ctx, unit, index, server, facts, attempt, meter, probe, phases)
-                stored += stored_here
-            _close_sessions(meter, probe)   # before the shutdown, which waits for open sessions
-            meter = probe = None
-            server.stop()
+                stored += _run_workload(ctx, unit, index, procs, attempt, phases)
+            for proc in procs.values():
+                proc.close_sessions()   # before the shutdown, which waits for open sessions
+            stop_all([proc.server for proc in procs.values()])
             phases.lap("stop_s")
-            if not from_cache and phases.totals["prepare_s"] >= datacache.MIN_LOAD_S \
-                    and datacache.save(server, cache_key):
-                store.event("datadir_cached", seq=unit.seq, key=cache_key)
+            for proc in procs.values():
+                if not proc.from_cache and phases.totals["prepare_s"] >= datacache.MIN_LOAD_S \
+                        and datacache.save(proc.server, proc.cache_key):
+                    store.event("datadir_cached", seq=unit.seq, key=proc.cache_key)
             phases.lap("cache_s")
             store.event("unit_done", seq=unit.seq, cell=unit.cell, repetition=unit.repetition,
                         attempt=attempt, loadavg_after=provenance.loadavg(), phases=phases.rounded())
@@ -361,38 +386,51 @@ def _run_unit(ctx: _Context, unit: Unit) -> int:
                 raise
             time.sleep(0.5)
         finally:
-            _close_sessions(meter, probe)
-            server.stop()
+            for proc in procs.values():
+                proc.close_sessions()
+            stop_all([proc.server for proc in procs.values()])
     return stored
 
 
-def _close_sessions(*sessions) -> None:
-    """The meter's and the probe's connections (None: not opened yet, or already closed)."""
-    for session in sessions:
-        if session is not None:
-            session.close()
+def _start_all(procs) -> None:
+    """Restore each cached data directory and start the servers, side by side at once (a start
+    is mostly waiting: for InnoDB's recovery checks and the first connection)."""
+    procs = list(procs)
+
+    def start(proc: _Process) -> None:
+        proc.from_cache = datacache.restore(proc.server, proc.cache_key)
+        proc.server.start()
+
+    if len(procs) == 1:
+        start(procs[0])
+        return
+    with ThreadPoolExecutor(len(procs)) as pool:
+        for future in [pool.submit(start, proc) for proc in procs]:
+            future.result()
 
 
-def _run_workload(ctx: _Context, unit: Unit, index: int, server, facts, attempt, meter, probe, phases):
-    """One workload in one server start: load, warm up each condition, then the rounds, each
-    round measuring every condition once in the recorded random order."""
+def _run_workload(ctx: _Context, unit: Unit, index: int, procs: dict, attempt: int, phases) -> int:
+    """One workload in one unit: load, warm up each condition, then the rounds, each round
+    measuring every condition once in the recorded random order, each on its cell's server."""
     exp, store, design = ctx.exp, ctx.store, ctx.exp.design
     pairs = {c.id: (c, c.workloads[index]) for c in unit.conditions}
     todo = {(cid, i) for cid, (c, w) in pairs.items() for i in range(design.iterations)
             if (cid, w.name, unit.repetition, i) not in ctx.done}
     if not todo:
-        return 0, probe
-    for _, w in pairs.values():
-        w.prepare(server)
+        return 0
+    for c, w in pairs.values():
+        w.prepare(procs[c.cell].server)
     phases.lap("prepare_s")
     stored = 0
-    joint = wl.interleaved([w for _, w in pairs.values()])
+    joint = len(procs) == 1 and wl.interleaved([w for _, w in pairs.values()])
     with contextlib.ExitStack() as stack:
         if joint:   # one sysbench process measures every level at once
             together = stack.enter_context(wl.interleaved_session(
-                server, {cid: w for cid, (c, w) in pairs.items()}, unit_seed(design.seed, unit.seq, 0)))
+                procs[unit.conditions[0].cell].server, {cid: w for cid, (c, w) in pairs.items()},
+                unit_seed(design.seed, unit.seq, 0)))
         else:
-            sessions = {cid: stack.enter_context(w.session(server, unit_seed(design.seed, unit.seq, n)))
+            sessions = {cid: stack.enter_context(w.session(procs[c.cell].server,
+                                                           unit_seed(design.seed, unit.seq, n)))
                         for n, (cid, (c, w)) in enumerate(pairs.items())}
 
         def calls(order: list) -> list[tuple[list, Callable[..., dict]]]:
@@ -410,10 +448,12 @@ def _run_workload(ctx: _Context, unit: Unit, index: int, server, facts, attempt,
         store.event("warmup", seq=unit.seq, workload=exp.workloads[index].name, measurements=len(warm),
                     seconds=round(sum(warm), 4))
         phases.lap("warmup_s")
-        if probe is None:
-            probe = _probe(ctx, server, statistics.median(warm) if warm else None)
+        for proc in procs.values():
+            if proc.probe is None:
+                proc.probe = _probe(ctx, proc.server, statistics.median(warm) if warm else None)
         phases.lap("probe_s")
-        busy, cpu, disk = accounting.wait_until_quiet(server.pid)
+        pids = [proc.server.pid for proc in procs.values()]
+        busy, cpu, disk = accounting.wait_until_quiet(pids)
         if busy:
             store.event("contention", seq=unit.seq, cell=unit.cell, other_cpu_cores=round(cpu, 2),
                         other_disk_bytes_s=round(disk))
@@ -422,13 +462,14 @@ def _run_workload(ctx: _Context, unit: Unit, index: int, server, facts, attempt,
         for rnd in range(design.iterations):
             order = [c for c in round_order(unit, rnd, design.seed) if (c.id, rnd) in todo]
             for conds, call in calls(order) if order else ():
-                before = probe.time()
+                proc = procs[conds[0].cell]
+                before = proc.probe.time()
                 start_ts = now()
-                meter.start()
+                proc.meter.start()
                 measured = call()
-                costs = meter.stop()
+                costs = proc.meter.stop()
                 end_ts = now()
-                after = probe.time()
+                after = proc.probe.time()
                 probing += before + after
                 kept = accounting.shared_by_levels(costs) if joint else costs
                 for c in conds:
@@ -437,7 +478,7 @@ def _run_workload(ctx: _Context, unit: Unit, index: int, server, facts, attempt,
                                                          Metric("probe_after_s", after, "s"))
                     store.append(MeasurementRecord(
                         run_id=store.run_id, claim=exp.claim, experiment=exp.name, condition=c.id,
-                        levels=c.levels, target=c.target, server_version=facts.version, workload=w.name,
+                        levels=c.levels, target=c.target, server_version=proc.facts.version, workload=w.name,
                         repetition=unit.repetition, iteration=rnd, seq=unit.seq, attempt=attempt,
                         started_at=start_ts, ended_at=end_ts, contention=busy or accounting.contended(costs),
                         metrics=metrics, intervals=m.intervals))
@@ -447,7 +488,7 @@ def _run_workload(ctx: _Context, unit: Unit, index: int, server, facts, attempt,
                         ctx.bar.update(1)
         phases.lap("measure_s")
         phases.move("measure_s", "probe_s", probing)
-    return stored, probe
+    return stored
 
 
 def _probe(ctx: _Context, server, typical_s: float | None) -> witness.SpeedProbe:

@@ -2,8 +2,11 @@
 
 from collections import Counter
 
+import pytest
+
 from claimlab import params
 from claimlab.design import conditions, round_order, schedule, unit_seed, within_factors
+from claimlab.errors import ConfigError
 
 THREE = """
 claim: C2
@@ -58,6 +61,46 @@ def test_server_factors_make_blocks_of_cells(write_params):
         assert len({(c.target, c.server) for c in u.conditions}) == 1
     orders = {tuple(u.cell for u in units if u.block == b) for b in range(8)}
     assert len(orders) > 1, "blocks should not all share one order"
+
+
+def test_side_by_side_puts_every_cell_of_a_block_in_one_unit(write_params):
+    """Side by side, a block is one unit: every cell's server starts together and the rounds
+    alternate over all conditions, so server-level comparisons are paired round by round."""
+    exp = params.load(write_params(BETWEEN + "design: {side_by_side: true}\n"))
+    assert exp.design.side_by_side
+    conds = conditions(exp)
+    units = schedule(conds, blocks=4, seed=1, side_by_side=True)
+    assert [u.block for u in units] == [0, 1, 2, 3] and [u.seq for u in units] == [0, 1, 2, 3]
+    for u in units:
+        assert sorted(c.id for c in u.conditions) == sorted(c.id for c in conds)
+        assert sorted(group[0].cell for group in u.cells) == ["binlog=elsewhere", "binlog=off", "binlog=on"]
+        assert sorted(u.cell.split("+")) == ["binlog=elsewhere", "binlog=off", "binlog=on"]
+    # a round mixes the cells, in orders that vary
+    rounds = {tuple(c.cell for c in round_order(units[0], r, 3)) for r in range(10)}
+    assert len(rounds) > 3
+    # the blocks follow the same seeded stream as one-at-a-time runs: the cells' order per block
+    one_at_a_time = schedule(conds, blocks=4, seed=1)
+    assert [units[b].cell for b in range(4)] == \
+        ["+".join(u.cell for u in one_at_a_time if u.block == b) for b in range(4)]
+
+
+def test_side_by_side_refuses_a_workload_that_interleaves_in_one_process(write_params):
+    text = """
+    claim: C1
+    targets: {a: {kind: mariadb}}
+    workloads:
+      oltp: {kind: sysbench, test: oltp_read_write, interleave: true}
+    factors:
+      charset:
+        latin1: {workloads: {oltp: {charset: latin1}}}
+        utf8mb4: {workloads: {oltp: {charset: utf8mb4}}}
+      binlog:
+        "off": {server: {log_bin: false}}
+        "on": {server: {log_bin: true}}
+    design: {side_by_side: true}
+    """
+    with pytest.raises(ConfigError, match=r"design.side_by_side.*interleaves"):
+        conditions(params.load(write_params(text)))
 
 
 def test_rounds_alternate_in_a_recorded_random_order(write_params):

@@ -24,6 +24,7 @@ from .local import (
     ServerFacts,
     binary_version,
     remove_socket_dir,
+    stop_all,
     verify_settings,
 )
 from .options import INIT_TIMEOUT_S, KINDS, READY_TIMEOUT_S, ServerOptions, TargetSpec
@@ -35,5 +36,5 @@ __all__ = [
     "ExternalServer", "Flavor", "Installation", "Launcher", "LocalServer", "Server", "ServerFacts",
     "ServerOptions", "TargetSpec", "binary_version", "cache_dir", "canonical_name", "check_available",
     "flavor_of", "installation", "mariadb_binary", "parse_version", "reap", "reap_stale", "reaping",
-    "debian", "remove_socket_dir", "tarball", "tarball_urls", "verify_settings",
+    "debian", "remove_socket_dir", "stop_all", "tarball", "tarball_urls", "verify_settings",
 ]

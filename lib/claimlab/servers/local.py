@@ -118,8 +118,11 @@ class Server:
 
     def lost(self, exc: mysql.connector.Error) -> bool:
         """Whether a failed statement means the server went away (retry on a new process), not
-        that the statement itself was wrong."""
-        return not self.alive() or exc.errno in LOST_CONNECTION_ERRNOS
+        that the statement itself was wrong. A connection the connector already found closed
+        (OperationalError without a server errno: "Connection not available") counts: a killed
+        server closes its sockets before its process has exited, so `alive()` may still say yes."""
+        return (not self.alive() or exc.errno in LOST_CONNECTION_ERRNOS
+                or (isinstance(exc, mysql.connector.errors.OperationalError) and exc.errno == -1))
 
     @contextlib.contextmanager
     def answering(self, doing: str) -> Iterator[None]:
@@ -188,6 +191,7 @@ class LocalServer(Server):
         # the temporary tables of another claimlab's bootstrap sharing /tmp.
         self.tmpdir = home / "tmp"
         self.proc: subprocess.Popen | None = None
+        self._stopping = False
         self.sockdir: str | None = None
         self.password: str | None = None
 
@@ -222,14 +226,21 @@ class LocalServer(Server):
             raise
         return self
 
+    def request_stop(self) -> None:
+        """Ask for a clean shutdown without waiting for it (`stop()` waits)."""
+        if self.proc is not None and self.proc.poll() is None and not self._stopping:
+            self.proc.send_signal(signal.SIGTERM)  # mysqld and mariadbd shut down cleanly on TERM
+            self._stopping = True
+
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)  # mysqld and mariadbd shut down cleanly on TERM
+            self.request_stop()
             try:
                 self.proc.wait(STOP_TIMEOUT_S)
             except subprocess.TimeoutExpired:
                 self._kill()
         self.proc = None
+        self._stopping = False
         self.pid_file.unlink(missing_ok=True)
         self._cleanup_sockdir()
 
@@ -350,6 +361,15 @@ class LocalServer(Server):
         if self.sockdir:
             shutil.rmtree(self.sockdir, ignore_errors=True)
             self.sockdir = None
+
+
+def stop_all(servers: list[Server]) -> None:
+    """Stop several servers, their shutdowns overlapping (each flushes its own dirty pages)."""
+    for server in servers:
+        if isinstance(server, LocalServer):
+            server.request_stop()
+    for server in servers:
+        server.stop()
 
 
 class ExternalServer(Server):
