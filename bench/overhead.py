@@ -51,10 +51,27 @@ def overhead(run_dir: Path) -> dict:
     row["gaps_s"] = float(phases.get("measure_s", 0.0)) - measured
     row["other_s"] = wall - measured - sum(row[p] for p in (*PHASES, "gaps_s"))
     row["overhead_share"] = 1 - measured / wall
-    probe_rows = df[df["metric"].isin(["probe_before_s", "probe_after_s"])]
-    probes = probe_rows.drop_duplicates([*spans, "metric"])["value"].sum()
+    probes = _probe_seconds(df, spans)
     row["probe_share_of_measured"] = probes / measured if measured else float("nan")
     return row
+
+
+def _probe_seconds(df: pd.DataFrame, spans: list[str]) -> float:
+    """Time spent probing: every span's probes, once each. A probe that closed one measurement
+    and opened the next on the same server is stored twice (as that one's after and this one's
+    before, the same value) and counted once."""
+    probe = df[df["metric"].isin(["probe_before_s", "probe_after_s"])].drop_duplicates([*spans, "metric"])
+    if probe.empty:
+        return 0.0
+    wide = probe.pivot_table(index=[*spans, "seq"], columns="metric", values="value",
+                             aggfunc="first").reset_index().sort_values("started_at")
+    total = 0.0
+    for _, unit in wide.groupby(["seq", "attempt"]):
+        previous = None
+        for before, after in zip(unit["probe_before_s"], unit["probe_after_s"]):
+            total += after + (0.0 if before == previous else before)
+            previous = after
+    return total
 
 
 PHASES = ("start_s", "prepare_s", "warmup_s", "probe_s", "quiet_s", "stop_s", "cache_s")

@@ -3,6 +3,7 @@
     python bench/precision.py                          # quick profile of every claim, both servers
     python bench/precision.py --profile full --experiment binlog_default
     python bench/precision.py --run RUN_ID ...         # stored runs only, no server
+    python bench/precision.py --run A1 A2 .. --against B1 B2 ..   # do two sessions agree?
 
 The half-width is taken on the log scale, where the interval is symmetric:
 exp((ln hi - ln lo) / 2) - 1, so "3%" means the interval is the estimate x/÷ 1.03. Intervals come
@@ -10,7 +11,8 @@ from `stats.analyze` at the level the comparison's multiplicity family leaves (i
 column), so a member of a two-comparison family is reported at 97.5%: the width a verdict really
 uses. Goals (issue 12): C2's main comparison <= 3% and every C1 comparison <= 5% at the quick
 profile, C4 <= 5% at the full profile. Run it twice at different times and compare the two tables:
-the verdicts should agree and C2's estimates lie within 3% of each other.
+the verdicts should agree and C2's estimates lie within 3% of each other (`--against` puts the
+two side by side: one row per claim, comparison and server).
 """
 
 from __future__ import annotations
@@ -60,13 +62,28 @@ def table(run_dirs: list[Path]) -> pd.DataFrame:
                          "ci_low": row.ci_low, "ci_high": row.ci_high, "confidence": row.confidence,
                          "half_width": half_width(row.ci_low, row.ci_high),
                          "goal": goal(claim.id, row.comparison, manifest["profile"]),
-                         "flagged_share": row.flagged_share, "verdict": row.verdict})
+                         "flagged_share": row.flagged_share, "verdict": row.verdict,
+                         "verdict_label": row.verdict_label})
     return pd.DataFrame(rows)
+
+
+def agreement(first: pd.DataFrame, second: pd.DataFrame) -> pd.DataFrame:
+    """Two sessions' tables side by side: estimates, how far apart, verdicts and labels."""
+    keys = ["claim", "comparison", "target"]
+    cols = [*keys, "estimate", "verdict", "verdict_label", "half_width"]
+    both = first[cols].merge(second[cols], on=keys, suffixes=("_a", "_b"))
+    both = both[both["target"].astype(bool)]      # comparisons not tested on either server
+    both["apart"] = (both["estimate_b"] / both["estimate_a"]).map(lambda r: abs(math.log(r)))
+    both["same_verdict"] = both["verdict_a"] == both["verdict_b"]
+    both["same_label"] = both["verdict_label_a"] == both["verdict_label_b"]
+    return both
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--run", nargs="+", default=None, help="stored run ids to report on (no server)")
+    ap.add_argument("--against", nargs="+", default=None,
+                    help="with --run: a second session's run ids, compared comparison by comparison")
     ap.add_argument("--profile", default="quick", choices=params.PROFILES)
     ap.add_argument("--experiment", nargs="*", help="params names (default: every claim's)")
     ap.add_argument("--target", nargs="*", default=["mariadb", "mysql"], help="targets to run on")
@@ -87,6 +104,18 @@ def main(argv=None) -> int:
                 dirs.append(runner.run(one, data_root=args.data, progress=sys.stderr.isatty(),
                                        should_stop=stats.stopping_for(one)).path)
     out = table(dirs)
+    if args.against:
+        if not args.run:
+            raise ClaimlabError("--against compares stored runs: give the first session's with --run")
+        both = agreement(out, table([find_run(r, args.data) for r in args.against]))
+        print(both.assign(apart=both["apart"].map("{:.1%}".format),
+                          estimate_a=both["estimate_a"].map("{:.3f}".format),
+                          estimate_b=both["estimate_b"].map("{:.3f}".format))[
+            ["claim", "comparison", "target", "estimate_a", "estimate_b", "apart", "verdict_label_a",
+             "verdict_label_b", "same_verdict", "same_label"]].to_string(index=False))
+        print(f"same verdict: {int(both['same_verdict'].sum())} of {len(both)}; same label: "
+              f"{int(both['same_label'].sum())} of {len(both)}")
+        return 0
     shown = out.assign(estimate=out["estimate"].map("{:.3f}".format),
                        interval=[f"[{lo:.3f}, {hi:.3f}] at {c:.3g}" for lo, hi, c
                                  in zip(out["ci_low"], out["ci_high"], out["confidence"])],

@@ -55,6 +55,20 @@ def test_cells_of_a_block_run_together_and_pair_round_by_round(tmp_path, write_p
         # the conditions alternate in time, not all of one then all of the other
         runs = (rows["condition"] != rows["condition"].shift()).sum()
         assert runs >= 4, rows[["iteration", "condition", "started_at"]]
+    # a probe closing one measurement opens the next only when both ran on the same server
+    probes = read_results(outcome.path).pivot_table(
+        index=["seq", "started_at", "condition"], columns="metric", values="value").reset_index()
+    shared = other = 0
+    for _, unit in probes.sort_values("started_at").groupby("seq"):
+        rows = list(unit.itertuples(index=False))
+        for previous, this in zip(rows, rows[1:]):
+            if this.condition == previous.condition:
+                assert this.probe_before_s == previous.probe_after_s
+                shared += 1
+            else:
+                assert this.probe_before_s != previous.probe_after_s
+                other += 1
+    assert shared > 0 and other > 0      # the recorded seed's order has both
     # the rows of each condition name their own server's version and process
     assert set(elapsed["server_version"]) == {s["version"] for s in servers}
     # the analysis pairs the two servers round by round within each block
