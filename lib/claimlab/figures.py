@@ -126,7 +126,9 @@ def run_order(results: pd.DataFrame, metric: str | None = None) -> plt.Figure:
     fig, axes = plt.subplots(len(panels), 1, figsize=(10, 2.8 * len(panels)), squeeze=False)
     for i, (ax, (server, workload)) in enumerate(zip(axes[:, 0], panels)):
         panel = data[(data["server"] == server) & (data["workload"] == workload)]
-        panel = panel.sort_values(["run_id", "seq", "iteration"]).reset_index(drop=True)
+        # by start time where stored: side by side, a round's conditions ran on different servers
+        panel = panel.sort_values([c for c in ("run_id", "started_at", "seq", "iteration") if c in panel]
+                                  ).reset_index(drop=True)
         panel = panel.assign(order=range(len(panel)))
         sns.scatterplot(data=panel, x="order", y="value", hue="condition", hue_order=_conditions_order(data),
                         ax=ax, s=25, legend=i == 0)
