@@ -280,12 +280,22 @@ def method_markdown(run_dir: Path) -> str:
         f"started {m['created_at'][:16].replace('T', ' ')} UTC "
         f"on {host['cpu_model']} ({host['cpu_count']} CPUs, {host['memory_gib']} GiB).\n\n"
         f"- Conditions: {factors}\n"
-        f"- Design: {d['repetitions']} server starts per condition, {d['warmup']} unrecorded warm-up and "
-        f"{d['iterations']} measured iterations per start; conditions interleaved in random blocks "
-        f"(seed {m['seed']}).\n"
+        f"- Design: {_design_text(d)} (seed {m['seed']}).\n"
         f"- Code: commit `{str(git.get('commit'))[:12]}`{' (uncommitted changes)' if git.get('dirty') else ''}; "
         f"results.csv sha256 `{str(m.get('checksums', {}).get('results.csv', 'run incomplete'))[:16]}…`."
         f"{skipped}")
+
+
+def _design_text(d: dict) -> str:
+    """How a run's conditions met the machine, from its manifest's design."""
+    per_start = (f"{d['warmup']} unrecorded warm-up and {d['iterations']} measured rounds per start")
+    within = d.get("within_factors") or []
+    alternate = f"; {', '.join(within)} alternating within each start" if within else ""
+    if d.get("side_by_side"):
+        return (f"{d['repetitions']} blocks, each starting one server per configuration together and "
+                f"alternating the rounds between them in a random order{alternate}; {per_start}")
+    return (f"{d['repetitions']} server starts per configuration in randomized blocks{alternate}; "
+            f"{per_start}")
 
 
 def settings_table(run_dir: Path) -> pd.DataFrame:

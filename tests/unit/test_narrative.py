@@ -122,3 +122,14 @@ def test_note_of_a_comparison_no_server_ran_names_the_target_not_nan():
                                        verdict_label="not tested", verdict_note="not tested: no rows for mysql80"))
     assert note.startswith("- **C4 binlog_on vs off** on target mysql80: not tested.") and "nan" not in note
     assert "on MariaDB 10.11.19: supported" in narrative.note_markdown(_row())
+
+
+def test_design_text_says_how_conditions_met_the_machine():
+    base = {"repetitions": 4, "warmup": 1, "iterations": 9, "within_factors": []}
+    apart = narrative._design_text(base)
+    together = narrative._design_text(base | {"side_by_side": True})
+    within = narrative._design_text(base | {"within_factors": ["collation"]})
+    assert "randomized blocks" in apart and "together" not in apart
+    assert "one server per configuration together" in together and "4 blocks" in together
+    assert "collation alternating within each start" in within
+    assert all("1 unrecorded warm-up and 9 measured rounds per start" in t for t in (apart, together, within))
