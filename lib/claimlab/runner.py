@@ -1,4 +1,5 @@
-"""Runs an experiment's plan: a server start per cell and block, load, warm up, measure, store.
+"""Runs an experiment's plan: a server start per cell and block (side by side: the block's
+servers started together), load, warm up, measure, store.
 
 The runner owns the order of events and the handling of faults; it computes no statistics. With
 a sequential design the caller passes `should_stop(run_path) -> bool | (bool, reason)`, asked
