@@ -106,13 +106,14 @@ def conditions(exp: Experiment) -> list[Condition]:
             raise ConfigError(exp.source, setter, f"sets server options, but condition {cid} runs on "
                                                   f"external target {target}, which claimlab never reconfigures")
         out.append(Condition(cid, levels, target, server, tuple(workloads), cell))
-    for group in cells(out):
+    groups = cells(out)
+    for group in groups:
         for i, w in enumerate(exp.workloads):
             try:
                 joint = wl.interleaved([c.workloads[i] for c in group])
             except ValueError as exc:
                 raise ConfigError(exp.source, f"workloads.{w.name}", str(exc)) from None
-            if joint and exp.design.side_by_side and len(cells(out)) > 1:
+            if joint and exp.design.side_by_side and len(groups) > 1:
                 raise ConfigError(exp.source, "design.side_by_side",
                                   f"workload {w.name} interleaves its levels in one sysbench process, "
                                   "which cannot alternate with other servers; drop one of the two")

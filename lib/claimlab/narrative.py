@@ -288,7 +288,7 @@ def method_markdown(run_dir: Path) -> str:
 
 def _design_text(d: dict) -> str:
     """How a run's conditions met the machine, from its manifest's design."""
-    per_start = (f"{d['warmup']} unrecorded warm-up and {d['iterations']} measured rounds per start")
+    per_start = f"{d['warmup']} unrecorded warm-up and {d['iterations']} measured rounds per start"
     within = d.get("within_factors") or []
     alternate = f"; {', '.join(within)} alternating within each start" if within else ""
     if d.get("side_by_side"):

@@ -163,6 +163,9 @@ class Server:
         finally:
             conn.close()
 
+    def request_stop(self) -> None:
+        """Ask for a shutdown without waiting for it (`stop()` waits); nothing to ask here."""
+
     def stop(self) -> None:
         pass
 
@@ -366,8 +369,7 @@ class LocalServer(Server):
 def stop_all(servers: list[Server]) -> None:
     """Stop several servers, their shutdowns overlapping (each flushes its own dirty pages)."""
     for server in servers:
-        if isinstance(server, LocalServer):
-            server.request_stop()
+        server.request_stop()
     for server in servers:
         server.stop()
 
