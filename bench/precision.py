@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -100,7 +99,7 @@ def main(argv=None) -> int:
             for target in args.target:
                 if target not in exp.targets:
                     continue
-                one = replace(exp, design=replace(exp.design, target=target))
+                one = params.with_default_target(exp, target, "--target")
                 dirs.append(runner.run(one, data_root=args.data, progress=sys.stderr.isatty(),
                                        should_stop=stats.stopping_for(one)).path)
     out = table(dirs)

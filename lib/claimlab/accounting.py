@@ -261,23 +261,40 @@ class Meter:
             pass
 
 
+class LoadWindow:
+    """What processes other than claimlab and its servers use from when it is opened until it is
+    read: CPU cores and disk bytes/s. Claimlab's own work may run inside it (its CPU is
+    subtracted, its servers' writes are not counted), so a warm-up doubles as the quiet check's
+    window instead of a separate wait after it."""
+
+    def __init__(self, server_pids):
+        self.pids = [pid for pid in server_pids if pid]
+        self._ours = {os.getpid(), *self.pids}
+        self._w0, self._m0, self._c0 = user_write_bytes(self._ours), machine(), client_times()
+        self._s0 = [process_times(pid) for pid in self.pids]
+
+    @property
+    def age(self) -> float:
+        return time.monotonic() - self._m0.at
+
+    def read(self) -> tuple[float, float]:
+        m1, c1 = machine(), client_times()
+        s1 = [process_times(pid) for pid in self.pids]
+        w1 = user_write_bytes(self._ours)
+        own = c1 - self._c0
+        own_cpu = own.user_s + own.system_s
+        for a, b in zip(self._s0, s1):
+            if a and b:
+                own_cpu += (b - a).user_s + (b - a).system_s
+        return _others_cpu(self._m0, m1, own_cpu), _written_since(self._w0, w1) / max(m1.at - self._m0.at, 1e-3)
+
+
 def other_load(server_pids, window: float = QUIET_WINDOW_S) -> tuple[float, float]:
     """CPU cores and disk bytes/s used over `window` by processes other than claimlab and its
     servers (`server_pids`: the pids of the run's running servers; None where one has none)."""
-    pids = [pid for pid in server_pids if pid]
-    ours = {os.getpid(), *pids}
-    w0, m0, c0 = user_write_bytes(ours), machine(), client_times()
-    s0 = [process_times(pid) for pid in pids]
+    opened = LoadWindow(server_pids)
     time.sleep(window)
-    m1, c1 = machine(), client_times()
-    s1 = [process_times(pid) for pid in pids]
-    w1 = user_write_bytes(ours)
-    own = c1 - c0
-    own_cpu = own.user_s + own.system_s
-    for a, b in zip(s0, s1):
-        if a and b:
-            own_cpu += (b - a).user_s + (b - a).system_s
-    return _others_cpu(m0, m1, own_cpu), _written_since(w0, w1) / max(m1.at - m0.at, 1e-3)
+    return opened.read()
 
 
 def _others_cpu(before: MachineSample, after: MachineSample, own_cpu_s: float) -> float:
@@ -302,11 +319,19 @@ def contended(metrics: list[Metric]) -> bool:
             or values.get("other_disk_bytes_s", 0.0) > MAX_OTHER_DISK_BYTES_S)
 
 
-def wait_until_quiet(server_pids, max_wait: float = QUIET_WAIT_S) -> tuple[bool, float, float]:
+def wait_until_quiet(server_pids, max_wait: float = QUIET_WAIT_S,
+                     since: LoadWindow | None = None) -> tuple[bool, float, float]:
     """Wait (bounded) for other processes to leave the CPU and disk alone.
 
+    `since`: a window opened before claimlab's own preparatory work (the warm-up); if others were
+    quiet over it (at least QUIET_WINDOW_S long), there is nothing to wait for.
     Returns (contended, other_cpu_cores, other_disk_bytes_per_s) of the last check: contended is
     True when the machine stayed busy for the whole wait."""
+    if since is not None:
+        time.sleep(max(QUIET_WINDOW_S - since.age, 0.0))
+        cpu, disk = since.read()
+        if cpu <= MAX_OTHER_CPU_CORES and disk <= MAX_OTHER_DISK_BYTES_S:
+            return False, cpu, disk
     deadline = time.monotonic() + max_wait
     while True:
         cpu, disk = other_load(server_pids)

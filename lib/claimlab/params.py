@@ -13,6 +13,10 @@
     design: {repetitions: 5, warmup: 1, iterations: 3, seed: 20261122}
     profiles:                      # smoke | quick | full override design, workloads and levels
       smoke: {design: {repetitions: 2}, workloads: {insert_loop: {rows: 100}}}
+      # also `levels: {binlog: ["on"]}` (the levels kept), `measure: [insert_loop]` (the
+      # workloads run; default all) and `design_for: {mysql: {repetitions: 4}}` (the design of
+      # runs on that target, over the profile's: a server whose restart costs more gets fewer,
+      # longer blocks)
 
 The experiment's name is the file's stem. Unknown keys anywhere are errors.
 """
@@ -22,7 +26,7 @@ from __future__ import annotations
 import ipaddress
 import re
 import typing
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Annotated, Any, ClassVar
 
@@ -81,6 +85,8 @@ class Experiment:
     factors: tuple[Factor, ...]
     design: Design
     document: dict  # the file as loaded, for the manifest
+    # the design of runs whose default target is the key: the profile's, or its `design_for`
+    target_designs: dict[str, Design] = field(default_factory=dict)
 
     @property
     def default_target(self) -> str:
@@ -340,6 +346,8 @@ class LevelIn(Model):
 class ProfileIn(Model):
     design: DesignIn = DesignIn()
     workloads: dict[Name, dict[str, Any]] = {}
+    measure: list[Name] | None = None          # the workloads this profile runs (default: all)
+    design_for: dict[Name, DesignIn] = {}      # per default target, over `design`
     levels: dict[Name, list[Annotated[str, BeforeValidator(_version_text)]]] = {}
 
 
@@ -386,6 +394,7 @@ def load(path: str | Path, profile: str = "quick") -> Experiment:
     factors = [_factor(fname, levels, targets, workloads, source) for fname, levels in doc.factors.items()]
     design = doc.design.applied(Design(), targets, source, "design")
     prof = getattr(doc.profiles, profile)
+    target_designs = {}
     if prof is not None:
         where = f"profiles.{profile}"
         design = prof.design.applied(design, targets, source, f"{where}.design")
@@ -394,18 +403,33 @@ def load(path: str | Path, profile: str = "quick") -> Experiment:
                 raise ConfigError(source, f"{where}.workloads.{wname}", "no such workload")
             workloads[wname] = with_overrides(workloads[wname], overrides, source, f"{where}.workloads.{wname}")
         factors = _restrict_levels(prof.levels, factors, source, f"{where}.levels")
+        if prof.measure is not None:
+            workloads = _restrict_workloads(prof.measure, workloads, source, f"{where}.measure")
+        for tname, over in prof.design_for.items():
+            at = f"{where}.design_for.{tname}"
+            if tname not in targets:
+                raise ConfigError(source, at, f"no target named {show(tname)}")
+            if over.target is not None:
+                raise ConfigError(source, f"{at}.target", "a target's own design cannot pick another target")
+            target_designs[tname] = over.applied(design, targets, source, at)
+    overridden = set(target_designs)
+    target_designs = {tname: target_designs.get(tname, design) for tname in targets}
     experiment = Experiment(source=source, name=name, claim=doc.claim, description=doc.description,
                             profile=profile, targets=targets, workloads=tuple(workloads.values()),
-                            factors=tuple(factors), design=design, document=document)
+                            factors=tuple(factors), design=design, document=document,
+                            target_designs=target_designs)
+    if experiment.default_target in overridden:
+        experiment = with_default_target(experiment, experiment.default_target, source)
     return experiment   # combinations of levels are checked by design.conditions (validate, run)
 
 
 def with_default_target(exp: Experiment, name: str, source: str) -> Experiment:
-    """The experiment with `name` as the target of every condition that picks none."""
+    """The experiment with `name` as the target of every condition that picks none, and the
+    profile's design for that target (`design_for`) if it declares one."""
     if name not in exp.targets:
         raise ConfigError(source, "", f"{exp.source} declares no target {name!r} "
                                       f"(it has: {', '.join(exp.targets)})")
-    return replace(exp, design=replace(exp.design, target=name))
+    return replace(exp, design=replace(exp.target_designs.get(name, exp.design), target=name))
 
 
 def _factor(name: str, levels: dict[str, LevelIn], targets: dict, workloads: dict, source: str) -> Factor:
@@ -422,6 +446,15 @@ def _factor(name: str, levels: dict[str, LevelIn], targets: dict, workloads: dic
             overrides.append((wname, tuple(sorted(values.items()))))
         out.append(Level(lname, level.target, level.server.record(), tuple(overrides)))
     return Factor(name, tuple(out))
+
+
+def _restrict_workloads(keep: list[str], workloads: dict, source: str, where: str) -> dict:
+    for wname in keep:
+        if wname not in workloads:
+            raise ConfigError(source, where, f"no workload named {show(wname)}")
+    if not keep:
+        raise ConfigError(source, where, "a profile must measure at least one workload")
+    return {wname: w for wname, w in workloads.items() if wname in keep}
 
 
 def _restrict_levels(keep: dict[str, list[str]], factors: list[Factor], source: str, where: str) -> list[Factor]:

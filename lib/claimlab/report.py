@@ -339,8 +339,6 @@ def resolve_runs(experiment: str, run_ids: list[str] | None, *, start_servers: b
     """The runs a claim report reads: `run_ids` if given; else new runs, one per target that can
     run here, when `start_servers` (servers start, for minutes); else the shipped runs of
     data/published_runs.json (no server)."""
-    from dataclasses import replace
-
     from . import runner, stats
     from .servers import check_available
     from .store import find_run
@@ -355,7 +353,7 @@ def resolve_runs(experiment: str, run_ids: list[str] | None, *, start_servers: b
             except ClaimlabError as exc:
                 log(f"{experiment}: target {target} not run: {exc}")
                 continue
-            one = replace(exp, design=replace(exp.design, target=target))
+            one = params_mod.with_default_target(exp, target, experiment)
             run_ids.append(runner.run(one, data_root=data_root, progress=progress,
                                       should_stop=stats.stopping_for(one)).run_id)
         if not run_ids:

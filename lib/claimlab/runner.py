@@ -440,6 +440,8 @@ def _run_workload(ctx: _Context, unit: Unit, index: int, procs: dict, attempt: i
                 return [(order, together)]
             return [([c], lambda warmup=False, c=c: {c.id: sessions[c.id](warmup)}) for c in order]
 
+        pids = [proc.server.pid for proc in procs.values()]
+        window = accounting.LoadWindow(pids)      # the quiet check reads the warm-up's span
         warm = []
         for k in range(design.warmup):
             for _, call in calls(round_order(unit, -1 - k, design.seed)):
@@ -453,8 +455,7 @@ def _run_workload(ctx: _Context, unit: Unit, index: int, procs: dict, attempt: i
             if proc.probe is None:
                 proc.probe = _probe(ctx, proc.server, statistics.median(warm) if warm else None)
         phases.lap("probe_s")
-        pids = [proc.server.pid for proc in procs.values()]
-        busy, cpu, disk = accounting.wait_until_quiet(pids)
+        busy, cpu, disk = accounting.wait_until_quiet(pids, since=window)
         if busy:
             store.event("contention", seq=unit.seq, cell=unit.cell, other_cpu_cores=round(cpu, 2),
                         other_disk_bytes_s=round(disk))

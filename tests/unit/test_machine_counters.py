@@ -118,3 +118,35 @@ def test_bytes_written_by_another_process_are_seen_and_ours_left_out(tmp_path):
     finally:
         writer.stdin.close()
         writer.wait()
+
+
+def _spin(seconds: float) -> None:
+    end = time.process_time() + seconds
+    while time.process_time() < end:
+        pass
+
+
+def test_the_quiet_check_does_not_count_claimlabs_own_work_in_its_window():
+    """The warm-up runs inside the quiet check's window: its CPU (here, this process spinning)
+    is ours, so a machine with nothing else on it is quiet without a further wait."""
+    window = accounting.LoadWindow([])
+    _spin(0.6)
+    busy, cpu, _ = accounting.wait_until_quiet([], max_wait=0.0, since=window)
+    assert cpu < accounting.MAX_OTHER_CPU_CORES, cpu
+    assert not busy
+
+
+def test_the_quiet_check_sees_a_neighbour_busy_during_its_window():
+    """The same window with another process spinning on the CPU: not quiet, and with no time
+    left to wait, flagged."""
+    spinner = subprocess.Popen([sys.executable, "-c", "import time\nend = time.time() + 20\n"
+                                "while time.time() < end: pass\n"])
+    try:
+        time.sleep(0.2)
+        window = accounting.LoadWindow([])
+        _spin(0.3)
+        busy, cpu, _ = accounting.wait_until_quiet([], max_wait=0.0, since=window)
+    finally:
+        spinner.kill()
+        spinner.wait()
+    assert busy and cpu > accounting.MAX_OTHER_CPU_CORES, cpu

@@ -54,6 +54,37 @@ profiles:
     assert conditions(exp)[0].workloads[0].rows == 5
 
 
+def test_a_profile_may_measure_only_some_workloads(write_params):
+    two = MINIMAL.replace("  ins: {kind: proc_insert_loop, rows: 10}\n",
+                          "  ins: {kind: proc_insert_loop, rows: 10}\n  bulk: {kind: bulk_insert, rows: 100}\n")
+    text = two + "profiles:\n  quick: {measure: [bulk]}\n"
+    assert [w.name for w in params.load(write_params(text), "quick").workloads] == ["bulk"]
+    assert [w.name for w in params.load(write_params(text), "full").workloads] == ["ins", "bulk"]
+    for measure, message in [("[blk]", "profiles.quick.measure: no workload named 'blk'"),
+                             ("[]", "profiles.quick.measure: a profile must measure at least one workload")]:
+        with pytest.raises(ConfigError) as err:
+            params.load(write_params(two + f"profiles:\n  quick: {{measure: {measure}}}\n"), "quick")
+        assert message in str(err.value), str(err.value)
+
+
+def test_a_profile_may_give_a_target_its_own_design(write_params):
+    two = MINIMAL.replace("  default: {kind: mariadb}\n", "  default: {kind: mariadb}\n  other: {kind: mariadb}\n")
+    text = two + "profiles:\n  quick:\n    design: {iterations: 5}\n    design_for: {other: {repetitions: 4}}\n"
+    exp = params.load(write_params(text), "quick")
+    assert (exp.design.repetitions, exp.design.iterations) == (2, 5)          # the default target's
+    other = params.with_default_target(exp, "other", "--target")
+    assert (other.design.repetitions, other.design.iterations, other.design.target) == (4, 5, "other")
+    assert params.with_default_target(other, "default", "--target").design.repetitions == 2
+    first = text.replace("design_for: {other:", "design_for: {default:")
+    assert params.load(write_params(first), "quick").design.repetitions == 4   # no --target needed
+    for over, message in [("{nope: {repetitions: 4}}", "profiles.quick.design_for.nope: no target named 'nope'"),
+                          ("{other: {target: default}}", "profiles.quick.design_for.other.target: a target's own"),
+                          ("{other: {repetitions: 0}}", "profiles.quick.design_for.other.repetitions")]:
+        with pytest.raises(ConfigError) as err:
+            params.load(write_params(text.replace("{other: {repetitions: 4}}", over)), "quick")
+        assert message in str(err.value), str(err.value)
+
+
 BAD = {
     "unknown top key": (MINIMAL + "colour: red\n", "colour"),
     "unknown design key": (MINIMAL.replace("warmup: 0", "warmup: 0, repetitons: 3"), "design.repetitons"),
