@@ -12,7 +12,8 @@ column), so a member of a two-comparison family is reported at 97.5%: the width 
 uses. Goals (issue 12): C2's main comparison <= 3% and every C1 comparison <= 5% at the quick
 profile, C4 <= 5% at the full profile. Run it twice at different times and compare the two tables:
 the verdicts should agree and C2's estimates lie within 3% of each other (`--against` puts the
-two side by side: one row per claim, comparison and server).
+two side by side: one row per claim, comparison and server, and counts the agreements apart for
+the comparisons near a decision edge in neither session: `stats.edge_label`).
 """
 
 from __future__ import annotations
@@ -62,19 +63,20 @@ def table(run_dirs: list[Path]) -> pd.DataFrame:
                          "half_width": half_width(row.ci_low, row.ci_high),
                          "goal": goal(claim.id, row.comparison, manifest["profile"]),
                          "flagged_share": row.flagged_share, "verdict": row.verdict,
-                         "verdict_label": row.verdict_label})
+                         "verdict_label": row.verdict_label, "edge_label": row.edge_label})
     return pd.DataFrame(rows)
 
 
 def agreement(first: pd.DataFrame, second: pd.DataFrame) -> pd.DataFrame:
     """Two sessions' tables side by side: estimates, how far apart, verdicts and labels."""
     keys = ["claim", "comparison", "target"]
-    cols = [*keys, "estimate", "verdict", "verdict_label", "half_width"]
+    cols = [*keys, "estimate", "verdict", "verdict_label", "edge_label", "half_width"]
     both = first[cols].merge(second[cols], on=keys, suffixes=("_a", "_b"))
     both = both[both["target"].astype(bool)]      # comparisons not tested on either server
     both["apart"] = (both["estimate_b"] / both["estimate_a"]).map(lambda r: abs(math.log(r)))
     both["same_verdict"] = both["verdict_a"] == both["verdict_b"]
     both["same_label"] = both["verdict_label_a"] == both["verdict_label_b"]
+    both["near_edge"] = (both["edge_label_a"].fillna("") != "") | (both["edge_label_b"].fillna("") != "")
     return both
 
 
@@ -111,9 +113,12 @@ def main(argv=None) -> int:
                           estimate_a=both["estimate_a"].map("{:.3f}".format),
                           estimate_b=both["estimate_b"].map("{:.3f}".format))[
             ["claim", "comparison", "target", "estimate_a", "estimate_b", "apart", "verdict_label_a",
-             "verdict_label_b", "same_verdict", "same_label"]].to_string(index=False))
+             "verdict_label_b", "near_edge", "same_verdict", "same_label"]].to_string(index=False))
         print(f"same verdict: {int(both['same_verdict'].sum())} of {len(both)}; same label: "
               f"{int(both['same_label'].sum())} of {len(both)}")
+        far = both[~both["near_edge"]]
+        print(f"of those near an edge in neither session ({len(far)}): same label "
+              f"{int(far['same_label'].sum())} of {len(far)}")
         return 0
     shown = out.assign(estimate=out["estimate"].map("{:.3f}".format),
                        interval=[f"[{lo:.3f}, {hi:.3f}] at {c:.3g}" for lo, hi, c
@@ -123,6 +128,8 @@ def main(argv=None) -> int:
                        met=[("yes" if h <= g else "NO") if not math.isnan(g) else ""
                             for h, g in zip(out["half_width"], out["goal"])],
                        flagged=out["flagged_share"].map(lambda f: "no witness" if math.isnan(f) else f"{f:.0%}"))
+    shown["verdict"] = [v + (" (near an edge)" if isinstance(e, str) and e else "")
+                        for v, e in zip(shown["verdict"], shown["edge_label"])]
     print(shown[["run_id", "profile", "claim", "comparison", "target", "estimate", "interval",
                  "half_width", "goal", "met", "flagged", "verdict"]].to_string(index=False))
     if args.out:

@@ -1,8 +1,8 @@
 """What a person reads in a report: verdict cards, tables formatted for people, method and
 settings paragraphs. Pure functions of the verdict table (contract 5 columns: claim, comparison,
 kind, target, server_version, baseline, treatment, metric, estimate, ci_low, ci_high,
-confidence, p_value, published_ratio, verdict, verdict_label, flagged_share, n_runs, n_blocks,
-verdict_note) and of stored run files; the notebooks and the index call them, compute nothing.
+confidence, p_value, published_ratio, verdict, verdict_label, edge_label, flagged_share, n_runs,
+n_blocks, verdict_note) and of stored run files; the notebooks and the index call them, compute nothing.
 """
 
 from __future__ import annotations
@@ -17,11 +17,12 @@ import numpy as np
 import pandas as pd
 
 from .claims import Claim
+from .stats.verdicts import EDGE_FACTOR
 from .store import read_jsonl, read_manifest, read_variables
 
 CARD_COLUMNS = ("claim", "comparison", "kind", "target", "server_version", "baseline", "treatment", "metric",
                 "estimate", "ci_low", "ci_high", "confidence", "p_value", "published_ratio", "verdict",
-                "verdict_label", "flagged_share", "n_runs", "n_blocks", "verdict_note")
+                "verdict_label", "edge_label", "flagged_share", "n_runs", "n_blocks", "verdict_note")
 SETTINGS_SHOWN = ("log_bin", "sync_binlog", "innodb_flush_log_at_trx_commit", "binlog_format",
                   "character_set_server", "collation_server", "innodb_buffer_pool_size", "innodb_doublewrite",
                   "performance_schema")
@@ -180,15 +181,20 @@ def card_html(row, claim_family: str = "mysql") -> str:
               f"{_count(row.get('n_runs'))} run(s)." if server else "")
     size = size_relation(row)
     what = " · ".join([row["claim"], comparison_label(row["comparison"])] + ([server] if server else []))
+    edge = edge_of(row)
+    edge_html = (f"<p class='edge'><b>Near a decision edge:</b> an interval {EDGE_FACTOR:g}× as wide, or "
+                 f"{EDGE_FACTOR:g}× narrower, would read “{html.escape(edge)}”; another run may read that.</p>"
+                 if edge else "")
     return (
         f"<div class='card {_VERDICT_CLASS.get(verdict, 'inconclusive')}'>"
         f"<div class='card-head'><span class='verdict'>{html.escape(str(label))}</span>"
-        f"<span class='what'>{html.escape(what)}</span></div>"
+        + ("<span class='edge-mark'>near an edge</span>" if edge else "")
+        + f"<span class='what'>{html.escape(what)}</span></div>"
         f"<div class='card-body'><p><b>Compared:</b> {html.escape(str(row['treatment']))} against "
         f"{html.escape(str(row['baseline']))}, {html.escape(METRIC_WORDS.get(row['metric'], row['metric']))}.</p>"
         f"<p><b>Claimed:</b> {html.escape(claimed)}. <b>Measured:</b> {html.escape(measured)}"
         f"{'; ' + html.escape(size) if size else ''}.</p>"
-        f"<p><b>Where:</b> {html.escape(where)}. {counts}</p></div></div>")
+        f"<p><b>Where:</b> {html.escape(where)}. {counts}</p>{edge_html}</div></div>")
 
 
 def _count(value) -> str:
@@ -220,10 +226,21 @@ def verdict_lines(rows) -> list[str]:
                     f"{number(r['estimate'])} [{number(r.get('ci_low'))}, {number(r.get('ci_high'))}]")
         lines.append((str(r["claim"]), comparison_label(r["comparison"]),
                       server_name(r.get("server_version"), r.get("target")) or "—",
-                      measured, number(r.get("published_ratio")),
-                      str(r.get("verdict_label") or str(r["verdict"]).replace("_", " "))))
+                      measured, number(r.get("published_ratio")), shown_label(r)))
     widths = [max(len(x) for x in column) for column in zip(header, *lines)]
     return ["  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip() for line in (header, *lines)]
+
+
+def shown_label(row) -> str:
+    """The verdict label as tables print it: marked when it sits near a decision edge."""
+    label = str(row.get("verdict_label") or str(row["verdict"]).replace("_", " "))
+    return label + (" (near an edge)" if edge_of(row) else "")
+
+
+def edge_of(row) -> str:
+    """The label across the nearest decision edge ('' when none is near, or the table predates it)."""
+    edge = row.get("edge_label")
+    return edge if isinstance(edge, str) else ""
 
 
 def note_markdown(row) -> str:
@@ -238,6 +255,7 @@ def verdict_table_html(table: pd.DataFrame) -> str:
     view = table[["claim", "comparison", "server_version", "estimate", "ci_low", "ci_high", "published_ratio",
                   "verdict_label", "flagged_share"]].assign(
         comparison=table["comparison"].map(comparison_label),
+        verdict_label=[shown_label(r) for _, r in table.iterrows()],
         server_version=[server_name(v, t) or "—" for v, t in zip(table["server_version"], table["target"])])
     return table_html(view, formats={"flagged_share": percent},
                       labels={"server_version": "server", "estimate": "measured ratio", "ci_low": "95% low",
@@ -398,6 +416,9 @@ table.people caption { text-align: left; font-weight: 600; }
 .card.supported { border-left-color: #1b7837; } .card.supported .verdict { color: #1b7837; }
 .card.contradicted { border-left-color: #b2182b; } .card.contradicted .verdict { color: #b2182b; }
 .card.inconclusive .verdict { color: #555; }
+.card .edge-mark { font-size: .8em; border: 1px solid #b08000; color: #7a5a00; border-radius: 3px;
+  padding: 0 .35em; margin-right: .6em; }
+.card p.edge { color: #7a5a00; }
 .card.not-tested { border-left-color: #d0d0d0; color: #777; }
 .note { background: #fff7e0; padding: .4em .8em; border-radius: 4px; }
 .small { font-size: .85em; color: #555; }

@@ -6,6 +6,7 @@ Calibration (coverage, A/A rates, sequential stopping) lives in test_simulation.
 import dataclasses
 import itertools
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -100,6 +101,41 @@ def test_the_old_rule_flip_is_gone():
     words = {stats.verdict(c1.kind, c1.direction, c1.published_ratio, c1.equivalence_margin, 0.83, hi).word
              for hi in (0.999, 1.001)}
     assert words == {"inconclusive"}
+
+
+@pytest.mark.parametrize(("fields", "low", "high", "edge"), [
+    # this session's C2 run on MySQL: 1.009 [0.999, 1.020], published 1.025 just outside
+    (dict(published_ratio=1.025, direction="higher"), 0.999, 1.020, "inconclusive"),
+    # C2 on MariaDB, unicode vs general: 1.070 [1.041, 1.099], the band's edge 1.05 just inside
+    (dict(direction="two_sided"), 1.041, 1.099, "supported: higher"),
+    # C4: 2.26 [2.18, 2.34] against 2.85, far from every edge
+    (dict(published_ratio=2.85, direction="higher"), 2.18, 2.34, ""),
+    (dict(kind="null", direction=None), 0.98, 1.02, ""),
+    (dict(kind="null", direction=None), 0.96, 1.045, "inconclusive"),
+])
+def test_a_verdict_near_a_decision_edge_names_the_other_side(fields, low, high, edge):
+    comp = comparison(**fields)
+    args = (comp.kind, comp.direction, comp.published_ratio, comp.equivalence_margin)
+    assert stats.edge_label(*args, low, high) == edge
+    assert stats.edge_label(*args, math.nan, high) == ""
+
+
+@pytest.mark.parametrize(("kind", "direction", "published"), CASES)
+def test_an_edge_never_jumps_from_one_decision_to_the_other(kind, direction, published):
+    """Across an edge lies "inconclusive" or another label of the same decision, never the
+    opposite decision: an interval 1.5x as wide or as narrow cannot skip the inconclusive region."""
+    def word(label):
+        return re.split(r"[,:( ]", label)[0]
+
+    seen = set()
+    for i in range(0, len(GRID), 2):
+        for j in range(i, len(GRID), 2):
+            found = stats.verdict(kind, direction, published, 0.05, GRID[i], GRID[j])
+            edge = stats.edge_label(kind, direction, published, 0.05, GRID[i], GRID[j])
+            if edge:
+                seen.add(found.word)
+                assert {word(edge), found.word} != {"supported", "contradicted"}, (GRID[i], GRID[j], edge)
+    assert seen, "no interval on the grid is near an edge"
 
 
 def test_target_note():

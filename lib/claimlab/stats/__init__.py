@@ -36,14 +36,14 @@ from .sequential import (
                     stopping_for,
 )
 from .speed import PROBE_METRICS, SLOW_FACTOR, flagged_share, speed_flags
-from .verdicts import VERDICTS, Verdict, target_note, verdict
+from .verdicts import EDGE_FACTOR, VERDICTS, Verdict, edge_label, target_note, verdict
 
 __all__ = [
-    "COST_METRICS", "DRIFT_FLAG_P", "OUTLIER_Z", "POWER", "PROBE_METRICS", "REQUIRED_COLUMNS",
+    "COST_METRICS", "DRIFT_FLAG_P", "EDGE_FACTOR", "OUTLIER_Z", "POWER", "PROBE_METRICS", "REQUIRED_COLUMNS",
     "SLOW_FACTOR", "SPREAD_COLUMNS", "TABLE_COLUMNS", "VERDICTS", "Diagnostics", "Interval",
     "Look", "LogRatio", "Policy", "Sample", "StopDecision", "StopRule", "Verdict", "analyze",
     "block_log_ratios", "blocks_for_margin", "blocks_needed", "claim_metrics",
-    "comparison_groups", "cost_table", "diagnostics", "flagged_share", "hierarchical_draws",
+    "comparison_groups", "cost_table", "diagnostics", "edge_label", "flagged_share", "hierarchical_draws",
     "holm", "log_ratio", "mean_interval", "minimal_detectable_effect", "obrien_fleming_spending",
     "outlier_rule", "paired_power", "per_operation", "prepare", "ratio_interval",
     "repeated_interval", "run_components", "run_spread", "sequential_alpha", "sequential_look",

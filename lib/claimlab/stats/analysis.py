@@ -22,7 +22,7 @@ from .observations import as_matrix, block_statistic_rule
 from .power import POWER, blocks_for_margin, blocks_needed, holm, minimal_detectable_effect, paired_power
 from .selection import Group, Policy, comparison_groups, family_sizes
 from .sequential import sequential_alpha
-from .verdicts import VERDICTS, target_note, verdict
+from .verdicts import EDGE_FACTOR, VERDICTS, edge_label, target_note, verdict
 
 SMALL_EFFECT = 0.05
 
@@ -43,7 +43,7 @@ TABLE_COLUMNS = (
     "n_blocks", "n_obs_baseline", "n_obs_treatment", "pairing", "estimate", "ci_low", "ci_high",
     "confidence", "p_value", "p_family", "sd_unit", "mde", "power_published", "units_needed",
     "published_ratio", "published_in_ci", "equivalence_margin", "flagged_share", "contention",
-    "speed_state", "verdict", "verdict_label", "verdict_note",
+    "speed_state", "verdict", "verdict_label", "edge_label", "verdict_note",
 )
 SPREAD_COLUMNS = ("claim", "comparison", "target", "n_runs", "run_estimates", "between_run_sd",
                   "within_run_sd", "between_share", "p_runs_differ")
@@ -111,7 +111,7 @@ def _row(claim: Claim, group: Group, family_size: int, alpha: float, rule: StopR
         "speed_state": "normal only" if policy.normal_only else "all",
     }
     if group.reason:
-        return {**row, "verdict": "not_tested", "verdict_label": "not tested",
+        return {**row, "verdict": "not_tested", "verdict_label": "not tested", "edge_label": "",
                 "verdict_note": f"not tested: {group.reason}"}
     blocks = group.blocks
     summary = log_ratio(as_matrix(blocks))
@@ -152,8 +152,13 @@ def _row(claim: Claim, group: Group, family_size: int, alpha: float, rule: StopR
     })
     decision = verdict(comparison.kind, comparison.direction, comparison.published_ratio,
                        comparison.equivalence_margin, low, high)
-    row.update(verdict=decision.word, verdict_label=decision.label)
+    edge = edge_label(comparison.kind, comparison.direction, comparison.published_ratio,
+                      comparison.equivalence_margin, low, high)
+    row.update(verdict=decision.word, verdict_label=decision.label, edge_label=edge)
     notes = [decision.reason]
+    if edge:
+        notes.append(f"near a decision edge: an interval {EDGE_FACTOR:g}x as wide or as narrow would "
+                     f"read \"{edge}\", so another run may")
     if decision.word == "inconclusive" and math.isfinite(row["units_needed"]):
         notes.append(_needed_note(row, comparison, units))
     notes += [target_note(comparison.source_target, group.server_versions), *extra, *group.notes]
@@ -226,5 +231,5 @@ def summary_line(table: pd.DataFrame, claim: Claim) -> str:
         published = "" if pd.isna(row.published_ratio) else f" vs published {row.published_ratio:g}"
         elsewhere = " (other target than the source)" if "target differs" in row.verdict_note else ""
         parts.append(f"{row.comparison} {row.estimate:.3g} [{row.ci_low:.3g}, {row.ci_high:.3g}]"
-                     f"{published}: {row.verdict_label}{elsewhere}")
+                     f"{published}: {row.verdict_label}{' (near an edge)' if row.edge_label else ''}{elsewhere}")
     return f"{claim.id} {claim.title}: {head} | " + "; ".join(parts)

@@ -43,6 +43,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 VERDICTS = ("supported", "contradicted", "inconclusive", "not_tested")
+# How much wider (or narrower) an interval another run could plausibly give: the t interval's
+# width is itself estimated from a handful of blocks (7 df: its half-width's own SD is about a
+# quarter of it), and runs hours apart differ by more than one run's interval says (issue 12:
+# C2 on MariaDB 1.051-1.079 over four runs with half-widths of 0.7-2.3%).
+EDGE_FACTOR = 1.5
 
 
 @dataclass(frozen=True)
@@ -98,6 +103,27 @@ def verdict(kind: str, direction: str | None, published: float | None, margin: f
     label = f"inconclusive ({size} than published)" if size else "inconclusive"
     return Verdict("inconclusive", label, f"the interval reaches into {band}"
                    + _published(published, low, high))
+
+
+def edge_label(kind: str, direction: str | None, published: float | None, margin: float,
+               low: float, high: float, factor: float = EDGE_FACTOR) -> str:
+    """The label an interval `factor` times as wide, or as narrow, about the same centre (log
+    scale) would get, when it differs from this one's; '' when both read the same.
+
+    A non-empty answer means the verdict sits near a decision edge (the band's, 1, or the
+    published ratio): another run, with its own width and centre, may well read the other way.
+    By the rules' monotonicity a decided verdict can only widen into "inconclusive", and an
+    inconclusive one only narrow into a decision."""
+    if not (low > 0 and high > 0 and math.isfinite(low) and math.isfinite(high)):
+        return ""
+    base = verdict(kind, direction, published, margin, low, high).label
+    centre, half = (math.log(low) + math.log(high)) / 2, (math.log(high) - math.log(low)) / 2
+    for k in (factor, 1 / factor):
+        other = verdict(kind, direction, published, margin,
+                        math.exp(centre - k * half), math.exp(centre + k * half)).label
+        if other != base:
+            return other
+    return ""
 
 
 def _size(published: float | None, low: float, high: float, higher: bool) -> str:
