@@ -137,14 +137,14 @@ def test_the_quiet_check_does_not_count_claimlabs_own_work_in_its_window():
 
 
 def test_the_quiet_check_sees_a_neighbour_busy_during_its_window():
-    """The same window with another process spinning on the CPU: not quiet, and with no time
-    left to wait, flagged."""
+    """A window with another process spinning on the CPU: not quiet, and with no time left to
+    wait, flagged."""
     spinner = subprocess.Popen([sys.executable, "-c", "import time\nend = time.time() + 20\n"
                                 "while time.time() < end: pass\n"])
     try:
         time.sleep(0.2)
         window = accounting.LoadWindow([])
-        _spin(0.3)
+        time.sleep(0.3)
         busy, cpu, _ = accounting.wait_until_quiet([], max_wait=0.0, since=window)
     finally:
         spinner.kill()
