@@ -76,7 +76,7 @@ def agreement(first: pd.DataFrame, second: pd.DataFrame) -> pd.DataFrame:
     both["apart"] = (both["estimate_b"] / both["estimate_a"]).map(lambda r: abs(math.log(r)))
     both["same_verdict"] = both["verdict_a"] == both["verdict_b"]
     both["same_label"] = both["verdict_label_a"] == both["verdict_label_b"]
-    both["near_edge"] = (both["edge_label_a"].fillna("") != "") | (both["edge_label_b"].fillna("") != "")
+    both["near_edge"] = (both["edge_label_a"] != "") | (both["edge_label_b"] != "")
     return both
 
 
@@ -128,8 +128,7 @@ def main(argv=None) -> int:
                        met=[("yes" if h <= g else "NO") if not math.isnan(g) else ""
                             for h, g in zip(out["half_width"], out["goal"])],
                        flagged=out["flagged_share"].map(lambda f: "no witness" if math.isnan(f) else f"{f:.0%}"))
-    shown["verdict"] = [v + (" (near an edge)" if isinstance(e, str) and e else "")
-                        for v, e in zip(shown["verdict"], shown["edge_label"])]
+    shown["verdict"] = [v + (" (near an edge)" if e else "") for v, e in zip(shown["verdict"], shown["edge_label"])]
     print(shown[["run_id", "profile", "claim", "comparison", "target", "estimate", "interval",
                  "half_width", "goal", "met", "flagged", "verdict"]].to_string(index=False))
     if args.out:

@@ -315,8 +315,12 @@ def shared_by_levels(metrics: list[Metric]) -> list[Metric]:
 def contended(metrics: list[Metric]) -> bool:
     """Whether others used more than the quiet thresholds while this measurement ran."""
     values = {m.name: m.value for m in metrics}
-    return (values.get("other_cpu_cores", 0.0) > MAX_OTHER_CPU_CORES
-            or values.get("other_disk_bytes_s", 0.0) > MAX_OTHER_DISK_BYTES_S)
+    return not quiet(values.get("other_cpu_cores", 0.0), values.get("other_disk_bytes_s", 0.0))
+
+
+def quiet(other_cpu_cores: float, other_disk_bytes_s: float) -> bool:
+    """Whether others' CPU and disk use stay within the quiet thresholds."""
+    return other_cpu_cores <= MAX_OTHER_CPU_CORES and other_disk_bytes_s <= MAX_OTHER_DISK_BYTES_S
 
 
 def wait_until_quiet(server_pids, max_wait: float = QUIET_WAIT_S,
@@ -330,11 +334,11 @@ def wait_until_quiet(server_pids, max_wait: float = QUIET_WAIT_S,
     if since is not None:
         time.sleep(max(QUIET_WINDOW_S - since.age, 0.0))
         cpu, disk = since.read()
-        if cpu <= MAX_OTHER_CPU_CORES and disk <= MAX_OTHER_DISK_BYTES_S:
+        if quiet(cpu, disk):
             return False, cpu, disk
     deadline = time.monotonic() + max_wait
     while True:
         cpu, disk = other_load(server_pids)
-        quiet = cpu <= MAX_OTHER_CPU_CORES and disk <= MAX_OTHER_DISK_BYTES_S
-        if quiet or time.monotonic() >= deadline:
-            return (not quiet), cpu, disk
+        calm = quiet(cpu, disk)
+        if calm or time.monotonic() >= deadline:
+            return (not calm), cpu, disk
