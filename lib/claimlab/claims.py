@@ -135,6 +135,14 @@ class Comparison:
                     f"published_ratio {self.published_ratio:g} implies direction {implied!r}, "
                     f"not {self.direction!r}"
                 )
+            # A published effect inside the no-effect band could never be "supported, as
+            # published", and an interval around it could be called "no effect".
+            if abs(self.published_ratio - 1) <= self.equivalence_margin:
+                raise ValueError(
+                    f"published_ratio {self.published_ratio:g} lies inside the no-effect band "
+                    f"1 ± {self.equivalence_margin:g}: declare an equivalence_margin below "
+                    f"{abs(self.published_ratio - 1):.3g}"
+                )
         if self.direction not in DIRECTIONS:
             raise ValueError(f"an effect needs a direction in {DIRECTIONS} or a published ratio")
 

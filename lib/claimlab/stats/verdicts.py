@@ -8,11 +8,11 @@ comparison's `equivalence_margin`, the band "no effect" = [1 - m, 1 + m]; P the 
 | effect, claimed higher | lo > 1 + m | supported | "supported, smaller than published" (hi < P), |
 | | | | "supported, larger than published" (lo > P), "supported, as published" |
 | | | | (P inside), "supported (no published size)" (no P) |
-| effect, claimed higher | within the band, P outside | contradicted | "contradicted: no effect" |
-| effect, claimed higher | hi < 1 | contradicted | "contradicted: opposite direction" |
+| effect, claimed higher | hi <= 1 + m, P outside | contradicted | "contradicted: opposite direction" (hi < 1 |
+| | | | and lo < 1 - m), else "contradicted: no effect" |
 | effect, claimed lower | hi < 1 - m | supported | as above; smaller than published: lo > P |
-| effect, claimed lower | within the band, P outside | contradicted | "contradicted: no effect" |
-| effect, claimed lower | lo > 1 | contradicted | "contradicted: opposite direction" |
+| effect, claimed lower | lo >= 1 - m, P outside | contradicted | "contradicted: opposite direction" (lo > 1 |
+| | | | and hi > 1 + m), else "contradicted: no effect" |
 | effect, two-sided | lo > 1 + m or hi < 1 - m | supported | "supported: higher" / "supported: lower" |
 | effect, two-sided | within the band | contradicted | "contradicted: no effect" |
 | null (equivalence) | within the band | supported | "supported: no difference within ±5%" (m = 5%) |
@@ -20,8 +20,13 @@ comparison's `equivalence_margin`, the band "no effect" = [1 - m, 1 + m]; P the 
 | any | anything else, or no interval | inconclusive | "inconclusive", "inconclusive (smaller than |
 | | | | published)" or "(larger than published)" when P lies outside the interval |
 
-"Within the band" means 1 - m <= lo and hi <= 1 + m; where an interval is both within the band
-and below 1 the label is "no effect".
+"Within the band" means 1 - m <= lo and hi <= 1 + m. A directional effect is decided by the band's
+edge on the claimed side only: above it is supported (a minimum-effect test), below it is
+contradicted (an inferiority test against the smallest effect of interest; Lakens, Scheel &
+Isager 2018, below), whatever the interval's other end does. "No effect" then means no effect of
+the claimed kind; "opposite direction" is kept for an interval beyond 1 on the other side and
+not within the band. A published ratio must lie outside the band (`claims.Comparison` checks it
+at load), so a decided interval never contains it.
 
 Why it has this shape: each decided region is closed under narrowing (a narrower interval
 inside a supported one is supported, the same for contradicted), and the supported and
@@ -94,12 +99,16 @@ def verdict(kind: str, direction: str | None, published: float | None, margin: f
             "supported, as published" if published is not None else "supported (no published size)")
         return Verdict("supported", label, f"the interval lies beyond {band} on the claimed side "
                        f"({direction})" + _published(published, low, high))
-    if inside and (published is None or not low <= published <= high):
+    edge = band_high if higher else band_low
+    short = high <= edge if higher else low >= edge     # no effect of the claimed size
+    if short and (published is None or not low <= published <= high):
+        if not inside and ((high < 1) if higher else (low > 1)):
+            return Verdict("contradicted", "contradicted: opposite direction",
+                           f"the interval excludes 1 on the side opposite the claim ({direction})")
+        where = f"lies within {band}" if inside else (
+            f"stays {'below' if higher else 'above'} {edge:g}, the band's edge on the claimed side ({direction})")
         return Verdict("contradicted", "contradicted: no effect",
-                       f"the interval lies within {band}" + _published(published, low, high))
-    if (high < 1) if higher else (low > 1):
-        return Verdict("contradicted", "contradicted: opposite direction",
-                       f"the interval excludes 1 on the side opposite the claim ({direction})")
+                       f"the interval {where}" + _published(published, low, high))
     label = f"inconclusive ({size} than published)" if size else "inconclusive"
     return Verdict("inconclusive", label, f"the interval reaches into {band}"
                    + _published(published, low, high))
