@@ -58,6 +58,11 @@ def number(value, digits: int = 3) -> str:
     return f"{rounded:,.{decimals}f}"
 
 
+def published(value) -> str:
+    """A published ratio as the claims file states it (1.025, 0.7509), never rounded to 1.02."""
+    return "—" if value is None or isinstance(value, float) and math.isnan(value) else f"{value:g}"
+
+
 def percent(value, digits: int = 2) -> str:
     return "—" if value is None or isinstance(value, float) and math.isnan(value) else f"{number(100 * value, digits)}%"
 
@@ -144,13 +149,13 @@ def server_names(results: pd.DataFrame) -> dict[str, str]:
 
 def size_relation(row) -> str:
     """Where the published ratio lies against the measured interval, in plain words."""
-    published, low, high = row["published_ratio"], row["ci_low"], row["ci_high"]
-    if published is None or pd.isna(published) or pd.isna(low) or pd.isna(high):
+    ratio, low, high = row["published_ratio"], row["ci_low"], row["ci_high"]
+    if ratio is None or pd.isna(ratio) or pd.isna(low) or pd.isna(high):
         return ""
-    if published < low:
-        return "effect smaller than published" if published < 1 else "effect larger than published"
-    if published > high:
-        return "effect smaller than published" if published > 1 else "effect larger than published"
+    if ratio < low:
+        return "effect smaller than published" if ratio < 1 else "effect larger than published"
+    if ratio > high:
+        return "effect smaller than published" if ratio > 1 else "effect larger than published"
     return "published value inside the interval"
 
 
@@ -166,7 +171,7 @@ def card_html(row, claim_family: str = "mysql") -> str:
                               "server the source measured")
              if server else "not measured: no server here ran both sides")
     claimed = ("no difference (ratio within the equivalence margin)" if row["kind"] == "null" else
-               f"ratio {number(row['published_ratio'])} ({ratio_change(row['published_ratio'])})"
+               f"ratio {published(row['published_ratio'])} ({ratio_change(row['published_ratio'])})"
                if pd.notna(row["published_ratio"]) else "a direction only, no published figure")
     if verdict == "not_tested":
         measured = "not measured"
@@ -226,7 +231,7 @@ def verdict_lines(rows) -> list[str]:
                     f"{number(r['estimate'])} [{number(r.get('ci_low'))}, {number(r.get('ci_high'))}]")
         lines.append((str(r["claim"]), comparison_label(r["comparison"]),
                       server_name(r.get("server_version"), r.get("target")) or "—",
-                      measured, number(r.get("published_ratio")), shown_label(r)))
+                      measured, published(r.get("published_ratio")), shown_label(r)))
     widths = [max(len(x) for x in column) for column in zip(header, *lines)]
     return ["  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip() for line in (header, *lines)]
 
@@ -257,7 +262,7 @@ def verdict_table_html(table: pd.DataFrame) -> str:
         comparison=table["comparison"].map(comparison_label),
         verdict_label=[shown_label(r) for _, r in table.iterrows()],
         server_version=[server_name(v, t) or "—" for v, t in zip(table["server_version"], table["target"])])
-    return table_html(view, formats={"flagged_share": percent},
+    return table_html(view, formats={"flagged_share": percent, "published_ratio": published},
                       labels={"server_version": "server", "estimate": "measured ratio", "ci_low": "95% low",
                               "ci_high": "95% high", "published_ratio": "published", "verdict_label": "verdict",
                               "flagged_share": "flagged"})

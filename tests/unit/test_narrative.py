@@ -54,6 +54,8 @@ def test_card_names_server_analogue_and_flagged_share():
     assert "an analogue (MariaDB), not the MySQL server" in card
     assert "40% of measurements" in card and "read with care" in card
     assert "C4 · binlog_on vs off · MariaDB 10.11.19</span>" in card
+    # the published ratio as published, never rounded (1.025 read "1.02" at three digits)
+    assert "<b>Claimed:</b> ratio 1.025 (2.5% higher)" in narrative.card_html(_row(published_ratio=1.025), "mysql")
     mysql = narrative.card_html(_row(server_version="9.7.0", flagged_share=math.nan), "mysql")
     assert "the claim&#x27;s own server family" in mysql and "not recorded" in mysql
     untested = narrative.card_html(_row(server_version=math.nan, verdict="not_tested", n_blocks=math.nan), "mysql")
