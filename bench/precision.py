@@ -128,7 +128,7 @@ def main(argv=None) -> int:
                        met=[("yes" if h <= g else "NO") if not math.isnan(g) else ""
                             for h, g in zip(out["half_width"], out["goal"])],
                        flagged=out["flagged_share"].map(lambda f: "no witness" if math.isnan(f) else f"{f:.0%}"))
-    shown["verdict"] = [v + (" (near an edge)" if e else "") for v, e in zip(shown["verdict"], shown["edge_label"])]
+    shown["verdict"] = [v + (stats.EDGE_MARK if e else "") for v, e in zip(shown["verdict"], shown["edge_label"])]
     print(shown[["run_id", "profile", "claim", "comparison", "target", "estimate", "interval",
                  "half_width", "goal", "met", "flagged", "verdict"]].to_string(index=False))
     if args.out:

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from .claims import Claim
-from .stats.verdicts import EDGE_FACTOR
+from .stats.verdicts import EDGE_FACTOR, EDGE_MARK
 from .store import read_jsonl, read_manifest, read_variables
 
 CARD_COLUMNS = ("claim", "comparison", "kind", "target", "server_version", "baseline", "treatment", "metric",
@@ -35,10 +35,15 @@ _VERDICT_CLASS = {"supported": "supported", "contradicted": "contradicted", "inc
 
 # -- numbers for people -------------------------------------------------------------------------
 
+def _missing(value) -> bool:
+    """None or NaN: shown as a dash by every formatter below."""
+    return value is None or isinstance(value, float) and math.isnan(value)
+
+
 def number(value, digits: int = 3) -> str:
     """`digits` significant digits in plain decimal notation (never 1.2e-05), thousands grouped;
     a dash for a missing value, yes/no for a truth value."""
-    if value is None or isinstance(value, float) and math.isnan(value):
+    if _missing(value):
         return "—"
     if isinstance(value, (bool, np.bool_)):
         return "yes" if value else "no"
@@ -60,11 +65,11 @@ def number(value, digits: int = 3) -> str:
 
 def published(value) -> str:
     """A published ratio as the claims file states it (1.025, 0.7509), never rounded to 1.02."""
-    return "—" if value is None or isinstance(value, float) and math.isnan(value) else f"{value:g}"
+    return "—" if _missing(value) else f"{value:g}"
 
 
 def percent(value, digits: int = 2) -> str:
-    return "—" if value is None or isinstance(value, float) and math.isnan(value) else f"{number(100 * value, digits)}%"
+    return "—" if _missing(value) else f"{number(100 * value, digits)}%"
 
 
 def ratio_change(ratio: float) -> str:
@@ -78,7 +83,7 @@ def ratio_change(ratio: float) -> str:
 def share_points(value) -> str:
     """A share already in percent, one decimal (12.9, 0.9, a dash for none): the columns of a
     top-functions table line up and read alike."""
-    if value is None or isinstance(value, float) and math.isnan(value):
+    if _missing(value):
         return "—"
     return "—" if value == 0 else f"{value:.1f}"
 
@@ -110,7 +115,7 @@ _PADDED_DECIMAL = re.compile(r"(-?\d+)(?:\.0{4,}|(\.\d*?[1-9])0{4,})")   # a ser
 
 
 def _cell(value) -> str:
-    if value is None or isinstance(value, float) and math.isnan(value):
+    if _missing(value):
         return "—"
     if isinstance(value, (bool, int, float)):
         return number(value)
@@ -239,7 +244,7 @@ def verdict_lines(rows) -> list[str]:
 def shown_label(row) -> str:
     """The verdict label as tables print it: marked when it sits near a decision edge."""
     label = str(row.get("verdict_label") or str(row["verdict"]).replace("_", " "))
-    return label + (" (near an edge)" if edge_of(row) else "")
+    return label + (EDGE_MARK if edge_of(row) else "")
 
 
 def edge_of(row) -> str:

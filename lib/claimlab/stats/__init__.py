@@ -36,10 +36,11 @@ from .sequential import (
                     stopping_for,
 )
 from .speed import PROBE_METRICS, SLOW_FACTOR, flagged_share, speed_flags
-from .verdicts import EDGE_FACTOR, VERDICTS, Verdict, edge_label, target_note, verdict
+from .verdicts import EDGE_FACTOR, EDGE_MARK, VERDICTS, Verdict, edge_label, target_note, verdict
 
 __all__ = [
-    "COST_METRICS", "DRIFT_FLAG_P", "EDGE_FACTOR", "OUTLIER_Z", "POWER", "PROBE_METRICS", "REQUIRED_COLUMNS",
+    "COST_METRICS", "DRIFT_FLAG_P", "EDGE_FACTOR", "EDGE_MARK", "OUTLIER_Z", "POWER", "PROBE_METRICS",
+    "REQUIRED_COLUMNS",
     "SLOW_FACTOR", "SPREAD_COLUMNS", "TABLE_COLUMNS", "VERDICTS", "Diagnostics", "Interval",
     "Look", "LogRatio", "Policy", "Sample", "StopDecision", "StopRule", "Verdict", "analyze",
     "block_log_ratios", "blocks_for_margin", "blocks_needed", "claim_metrics",

@@ -22,7 +22,7 @@ from .observations import as_matrix, block_statistic_rule
 from .power import POWER, blocks_for_margin, blocks_needed, holm, minimal_detectable_effect, paired_power
 from .selection import Group, Policy, comparison_groups, family_sizes
 from .sequential import sequential_alpha
-from .verdicts import EDGE_FACTOR, VERDICTS, edge_label, target_note, verdict
+from .verdicts import EDGE_FACTOR, EDGE_MARK, VERDICTS, edge_label, target_note, verdict
 
 SMALL_EFFECT = 0.05
 
@@ -231,5 +231,5 @@ def summary_line(table: pd.DataFrame, claim: Claim) -> str:
         published = "" if pd.isna(row.published_ratio) else f" vs published {row.published_ratio:g}"
         elsewhere = " (other target than the source)" if "target differs" in row.verdict_note else ""
         parts.append(f"{row.comparison} {row.estimate:.3g} [{row.ci_low:.3g}, {row.ci_high:.3g}]"
-                     f"{published}: {row.verdict_label}{' (near an edge)' if row.edge_label else ''}{elsewhere}")
+                     f"{published}: {row.verdict_label}{EDGE_MARK if row.edge_label else ''}{elsewhere}")
     return f"{claim.id} {claim.title}: {head} | " + "; ".join(parts)

@@ -53,6 +53,7 @@ VERDICTS = ("supported", "contradicted", "inconclusive", "not_tested")
 # quarter of it), and runs hours apart differ by more than one run's interval says (issue 12:
 # C2 on MariaDB 1.051-1.079 over four runs with half-widths of 0.7-2.3%).
 EDGE_FACTOR = 1.5
+EDGE_MARK = " (near an edge)"   # after a label, wherever a table prints one near an edge
 
 
 @dataclass(frozen=True)
