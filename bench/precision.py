@@ -4,6 +4,7 @@
     python bench/precision.py --profile full --experiment binlog_default
     python bench/precision.py --run RUN_ID ...         # stored runs only, no server
     python bench/precision.py --run A1 A2 .. --against B1 B2 ..   # do two sessions agree?
+    python bench/precision.py --builds [I J ..]        # every pair of the shipped quick builds
 
 The half-width is taken on the log scale, where the interval is symmetric:
 exp((ln hi - ln lo) / 2) - 1, so "3%" means the interval is the estimate x/÷ 1.03. Intervals come
@@ -19,6 +20,8 @@ the comparisons near a decision edge in neither session: `stats.edge_label`).
 from __future__ import annotations
 
 import argparse
+import itertools
+import json
 import math
 import sys
 from pathlib import Path
@@ -80,17 +83,67 @@ def agreement(first: pd.DataFrame, second: pd.DataFrame) -> pd.DataFrame:
     return both
 
 
+def builds_agreement(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """One row per pair of builds: how many verdicts and labels agree, how many label differences
+    were marked near an edge in either build, and how far apart C2's main estimates are."""
+    rows = []
+    for (a, first), (b, second) in itertools.combinations(tables.items(), 2):
+        both = agreement(first, second)
+        differ = both[~both["same_label"]]
+        main = both[(both["claim"] == "C2") & (both["comparison"] == "uca_ai_vs_utf8mb3")]
+        rows.append({"builds": f"{a} vs {b}", "compared": len(both),
+                     "same_verdict": int(both["same_verdict"].sum()),
+                     "same_label": int(both["same_label"].sum()), "label_differs": len(differ),
+                     "marked": int(differ["near_edge"].sum()),
+                     "c2_apart": ", ".join(f"{t} {x:.1%}" for t, x in zip(main["target"], main["apart"]))})
+    return pd.DataFrame(rows)
+
+
+def build_runs(names: list[str] | None, data: Path | None) -> dict[str, list[Path]]:
+    """The runs of the quick builds listed in data/quick_builds.json (all of them by default)."""
+    listed = json.loads((ROOT / "data" / "quick_builds.json").read_text())
+    unknown = sorted(set(names or ()) - set(listed))
+    if unknown:
+        raise ClaimlabError(f"data/quick_builds.json: no build {', '.join(unknown)} "
+                            f"(it lists {', '.join(listed)})")
+    return {name: [find_run(run, data or ROOT / "data" / "raw") for run in listed[name]["runs"]]
+            for name in names or listed}
+
+
+def print_builds(tables: dict[str, pd.DataFrame]) -> None:
+    pairs = builds_agreement(tables)
+    print(pairs.to_string(index=False))
+    total = pairs[["compared", "same_verdict", "same_label", "label_differs", "marked"]].sum()
+    print(f"all {len(pairs)} pairs: same verdict {total['same_verdict']} of {total['compared']}, "
+          f"same label {total['same_label']}; label differs {total['label_differs']}, "
+          f"{total['marked']} of them marked near an edge in either build")
+    labels = pd.concat([t.assign(build=name) for name, t in tables.items()])
+    labels = labels[labels["target"].astype(bool)]
+    labels["shown"] = [label + (stats.EDGE_MARK if edge else "")
+                       for label, edge in zip(labels["verdict_label"], labels["edge_label"])]
+    differs = labels.groupby(["claim", "comparison", "target"]).filter(lambda g: g["verdict_label"].nunique() > 1)
+    for key, part in differs.groupby(["claim", "comparison", "target"], sort=True):
+        print(f"{' '.join(key)}:")
+        for row in part.itertuples(index=False):
+            print(f"  {row.build}: {row.estimate:.3f} [{row.ci_low:.3f}, {row.ci_high:.3f}] {row.shown}")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--run", nargs="+", default=None, help="stored run ids to report on (no server)")
     ap.add_argument("--against", nargs="+", default=None,
                     help="with --run: a second session's run ids, compared comparison by comparison")
+    ap.add_argument("--builds", nargs="*", default=None,
+                    help="compare every pair of these quick builds (data/quick_builds.json; default: all)")
     ap.add_argument("--profile", default="quick", choices=params.PROFILES)
     ap.add_argument("--experiment", nargs="*", help="params names (default: every claim's)")
     ap.add_argument("--target", nargs="*", default=["mariadb", "mysql"], help="targets to run on")
     ap.add_argument("--data", type=Path, help="where runs are stored (default runs/)")
     ap.add_argument("--out", type=Path, help="also write the table as CSV")
     args = ap.parse_args(argv)
+    if args.builds is not None:
+        print_builds({name: table(dirs) for name, dirs in build_runs(args.builds, args.data).items()})
+        return 0
     if args.run:
         dirs = [find_run(r, args.data) for r in args.run]
     else:

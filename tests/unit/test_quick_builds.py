@@ -4,9 +4,13 @@ README's `bench/precision.py --run ... --against ...` re-reads a whole build fro
 
 from __future__ import annotations
 
+import importlib.util
 import json
 
+import pytest
+
 from claimlab import report, store
+from claimlab.errors import ClaimlabError
 from conftest import ROOT
 
 
@@ -24,3 +28,26 @@ def test_every_shipped_quick_build_is_whole_and_intact():
             assert manifest["profile"] == "quick", (name, run_id)
             cells.add((manifest["experiment"], manifest["default_target"]))
         assert cells == {(e, t) for e in experiments for t in ("mariadb", "mysql")}, name
+
+
+def _precision():
+    spec = importlib.util.spec_from_file_location("precision", ROOT / "bench" / "precision.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_readmes_agreement_of_two_shipped_builds_is_rerun_from_their_runs(capsys):
+    precision = _precision()
+    assert precision.main(["--builds", "I", "J"]) == 0
+    out = capsys.readouterr().out
+    # README, "Do two quick builds agree?": I vs J, 16 of 18 verdicts and labels, both differences
+    # marked near an edge; the comparisons that differ are listed with each build's interval
+    row = next(line.split() for line in out.splitlines() if line.startswith("I vs J"))
+    assert row[3:8] == ["18", "16", "16", "2", "2"], out
+    assert "C2 unicode_vs_general mariadb:" in out and "J: 1.062 [1.050, 1.074] inconclusive" in out
+
+
+def test_an_unlisted_build_is_named_in_one_line():
+    with pytest.raises(ClaimlabError, match=r"data/quick_builds.json: no build Z \(it lists I, J"):
+        _precision().main(["--builds", "I", "Z"])
