@@ -405,7 +405,7 @@ def _server_column(server: str) -> str:
 
 def claim_family(claim: Claim) -> str:
     """The server family the claim was made about: the source's server. (A comparison's `family`
-    is its multiplicity family, e.g. bug_116492, not a server.)"""
+    is its multiplicity family, e.g. charset_cost, not a server.)"""
     return server_family(claim.source_target)
 
 
