@@ -7,9 +7,11 @@ from __future__ import annotations
 import importlib.util
 import json
 
+import pandas as pd
 import pytest
 
-from claimlab import report, store
+from claimlab import report, stats, store
+from claimlab.claims import load_claims
 from claimlab.errors import ClaimlabError
 from conftest import ROOT
 
@@ -51,3 +53,21 @@ def test_the_readmes_agreement_of_two_shipped_builds_is_rerun_from_their_runs(ca
 def test_an_unlisted_build_is_named_in_one_line():
     with pytest.raises(ClaimlabError, match=r"data/quick_builds.json: no build Z \(it lists I, J"):
         _precision().main(["--builds", "I", "Z"])
+
+
+def test_the_shipped_builds_analysed_together_decide_every_comparison():
+    # README, "Analysed together, runs as the top level": what one quick run leaves near an edge,
+    # the shipped builds settle, runs as the top level
+    builds = json.loads((ROOT / "data" / "quick_builds.json").read_text())
+    claims = load_claims(ROOT / "data" / "claims.yaml")
+    paths = [store.find_run(run, ROOT / "data" / "raw") for build in builds.values() for run in build["runs"]]
+    by_claim: dict[str, list] = {}
+    for path in paths:
+        by_claim.setdefault(store.read_manifest(path)["claim"], []).append(store.read_results(path))
+    assert sorted(by_claim) == ["C1", "C2", "C3", "C4"]
+    for claim_id, frames in by_claim.items():
+        table = stats.analyze(pd.concat(frames), claims[claim_id])
+        tested = table[table["verdict"] != "not_tested"]
+        assert (tested["n_runs"] == len(builds)).all(), claim_id
+        undecided = tested[(tested["verdict"] == "inconclusive") | (tested["edge_label"] != "")]
+        assert undecided.empty, undecided[["comparison", "target", "estimate", "ci_low", "ci_high"]]
