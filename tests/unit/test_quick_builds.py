@@ -1,6 +1,7 @@
 """The quick builds shipped for issue 12's agreement check (data/quick_builds.json): every listed
 run is in data/raw, intact, quick, and each build holds one run per experiment and server, so the
-README's `bench/precision.py --run ... --against ...` re-reads a whole build from a clean clone."""
+README's `bench/precision.py --builds` re-reads every pair from a clean clone, and what the README
+says of those pairs and of the builds analysed together holds."""
 
 from __future__ import annotations
 
