@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from claimlab import params, runner, stats
+from claimlab import narrative, params, runner, stats
 from claimlab.claims import load_claims
 from claimlab.errors import ClaimlabError
 from claimlab.store import find_run, read_manifest, read_results
@@ -119,8 +119,7 @@ def print_builds(tables: dict[str, pd.DataFrame]) -> None:
           f"{total['marked']} of them marked near an edge in either build")
     labels = pd.concat([t.assign(build=name) for name, t in tables.items()])
     labels = labels[labels["target"].astype(bool)]
-    labels["shown"] = [label + (stats.EDGE_MARK if edge else "")
-                       for label, edge in zip(labels["verdict_label"], labels["edge_label"])]
+    labels["shown"] = [narrative.shown_label(row) for _, row in labels.iterrows()]
     differs = labels.groupby(["claim", "comparison", "target"]).filter(lambda g: g["verdict_label"].nunique() > 1)
     for key, part in differs.groupby(["claim", "comparison", "target"], sort=True):
         print(f"{' '.join(key)}:")
