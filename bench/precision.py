@@ -66,7 +66,11 @@ def table(run_dirs: list[Path]) -> pd.DataFrame:
                          "half_width": half_width(row.ci_low, row.ci_high),
                          "goal": goal(claim.id, row.comparison, manifest["profile"]),
                          "flagged_share": row.flagged_share, "verdict": row.verdict,
-                         "verdict_label": row.verdict_label, "edge_label": row.edge_label})
+                         "verdict_label": row.verdict_label, "edge_label": row.edge_label,
+                         "kind": row.kind, "direction": row.direction,
+                         "published_ratio": row.published_ratio,
+                         "equivalence_margin": row.equivalence_margin,
+                         "sd_unit": row.sd_unit, "n_blocks": row.n_blocks})
     return pd.DataFrame(rows)
 
 
@@ -99,6 +103,42 @@ def builds_agreement(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def replication(tables: dict[str, pd.DataFrame], goal: float = 0.95) -> pd.DataFrame:
+    """Per comparison and server: how often the builds' labels agreed, and how often two builds
+    of this design would agree (`stats.agreement_chance`), from the builds pooled: the mean of
+    their log estimates, the root mean square of their block spreads, their median block count,
+    and the spread of their estimates beyond what the blocks explain. With the blocks a build
+    would need for `goal` agreement: what the literal "two quick builds agree" asks of each."""
+    rows = []
+    both = pd.concat([t.assign(build=name) for name, t in tables.items()])
+    both = both[both["target"].astype(bool) & (both["n_blocks"] >= 2)]
+    for (claim, comparison, target), part in both.groupby(["claim", "comparison", "target"], sort=True):
+        if len(part) < 2:
+            continue
+        logs = part["estimate"].map(math.log)
+        sd = math.sqrt((part["sd_unit"] ** 2).mean())
+        n = int(part["n_blocks"].median())
+        between = math.sqrt(max(0.0, logs.var() - (part["sd_unit"] ** 2 / part["n_blocks"]).mean()))
+        first = part.iloc[0]
+        published = None if pd.isna(first["published_ratio"]) else float(first["published_ratio"])
+
+        def decide(low, high, first=first, published=published):
+            return stats.verdict(first["kind"], first["direction"], published,
+                                 float(first["equivalence_margin"]), low, high).label
+
+        chances = stats.label_chances(decide, logs.mean(), sd, n, float(first["confidence"]), between)
+        labels = part["verdict_label"].tolist()
+        pairs = list(itertools.combinations(labels, 2))
+        rows.append({"claim": claim, "comparison": comparison, "target": target,
+                     "estimate": math.exp(logs.mean()), "sd_block": sd, "between": between,
+                     "blocks": n, "agreed": sum(a == b for a, b in pairs) / len(pairs),
+                     "chance": stats.agreement_chance(chances),
+                     "likeliest": max(chances, key=chances.get),
+                     "blocks_for_goal": stats.blocks_for_agreement(
+                         decide, logs.mean(), sd, float(first["confidence"]), n, between, goal)})
+    return pd.DataFrame(rows)
+
+
 def build_runs(names: list[str] | None, data: Path | None) -> dict[str, list[Path]]:
     """The runs of the quick builds listed in data/quick_builds.json (all of them by default)."""
     listed = json.loads((ROOT / "data" / "quick_builds.json").read_text())
@@ -125,6 +165,17 @@ def print_builds(tables: dict[str, pd.DataFrame]) -> None:
         print(f"{' '.join(key)}:")
         for row in part.itertuples(index=False):
             print(f"  {row.build}: {row.estimate:.3f} [{row.ci_low:.3f}, {row.ci_high:.3f}] {row.shown}")
+    chance = replication(tables)
+    print("\nHow often two builds of this design agree: agreed (share of the pairs above), chance "
+          "(stats.agreement_chance from the builds pooled), and the blocks a build would need for 95%:")
+    print(chance.assign(estimate=chance["estimate"].map("{:.3f}".format),
+                        sd_block=chance["sd_block"].map("{:.1%}".format),
+                        between=chance["between"].map("{:.1%}".format),
+                        agreed=chance["agreed"].map("{:.0%}".format),
+                        chance=chance["chance"].map("{:.0%}".format),
+                        blocks_for_goal=chance["blocks_for_goal"].map(
+                            lambda n: "beyond 10000" if math.isnan(n) else f"{n:.0f}"))
+          .to_string(index=False))
 
 
 def main(argv=None) -> int:

@@ -71,3 +71,21 @@ def test_the_shipped_builds_analysed_together_decide_every_comparison():
         assert (tested["n_runs"] == len(builds)).all(), claim_id
         undecided = tested[(tested["verdict"] == "inconclusive") | (tested["edge_label"] != "")]
         assert undecided.empty, undecided[["comparison", "target", "estimate", "ci_low", "ci_high"]]
+
+
+def test_the_predicted_agreement_of_two_builds_follows_the_shipped_builds():
+    # README, "What would it take": per comparison and server, the share of pairs of shipped
+    # builds whose labels agreed, against stats.agreement_chance from the builds pooled
+    precision = _precision()
+    tables = {name: precision.table(dirs) for name, dirs in precision.build_runs(None, None).items()}
+    chance = precision.replication(tables).set_index(["claim", "comparison", "target"])
+    pairs = precision.builds_agreement(tables)
+    differing_pairs = (chance["agreed"] < 1).sum()
+    assert len(chance) == 18 and differing_pairs >= 1
+    # the pairs' label differences, counted per comparison, are the --builds table's
+    n_pairs = len(pairs)
+    assert round(((1 - chance["agreed"]) * n_pairs).sum()) == pairs["label_differs"].sum()
+    # calibrated within what six builds can tell, and beyond the design where builds disagreed
+    assert ((chance["chance"] - chance["agreed"]).abs() < 0.25).all(), chance
+    assert (chance.loc[chance["agreed"] < 1, "blocks_for_goal"].fillna(1e9)
+            > chance.loc[chance["agreed"] < 1, "blocks"]).all()

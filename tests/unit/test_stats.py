@@ -216,6 +216,47 @@ def test_power_mde_and_blocks_needed_agree_and_never_hide_nan():
     assert stats.blocks_for_margin(0.04, 0.05, 0.05) > stats.blocks_for_margin(0.02, 0.05, 0.05)
 
 
+EDGE_RATIO = math.log(1.06)   # 1% beyond the 1.05 edge of a 5% equivalence margin
+
+
+def _null_label(low, high):
+    return stats.verdict("null", None, None, 0.05, low, high).label
+
+
+def test_label_chances_match_runs_simulated_through_the_librarys_own_interval():
+    # 3000 runs of 12 normal block log ratios (fixed seed), each analysed by log_ratio and
+    # verdict as analyze does: the label shares must match label_chances' model of them
+    rng = np.random.default_rng(7)
+    mu, sd, n = math.log(1.06), 0.016, 12
+    summary = stats.log_ratio(rng.normal(mu, sd, size=(3000, 1, n)))
+    lows, highs = summary.interval(0.05)
+    simulated = pd.Series([_null_label(lo, hi) for lo, hi in zip(lows, highs)]).value_counts(normalize=True)
+    chances = stats.label_chances(_null_label, mu, sd, n, 0.95)
+    assert set(chances) <= set(simulated.index)
+    for label, share in simulated.items():
+        assert chances.get(label, 0.0) == pytest.approx(share, abs=0.03), label
+    # and two runs agree as often as the simulated label shares say
+    assert stats.agreement_chance(chances) == pytest.approx(simulated.pow(2).sum(), abs=0.03)
+    with pytest.raises(ValueError, match="2 blocks"):
+        stats.label_chances(_null_label, mu, sd, 1, 0.95)
+
+
+def test_agreement_is_not_monotone_in_blocks_and_the_search_starts_at_the_design():
+    def chance(n, mu=EDGE_RATIO, between=0.0):
+        return stats.agreement_chance(stats.label_chances(_null_label, mu, 0.016, n, 0.95, between))
+
+    # two blocks rarely decide, so two such runs agree, on "inconclusive"; 12 blocks split
+    assert chance(2) > 0.8 and chance(12) < 0.6 and chance(64) > 0.95
+    needed = stats.blocks_for_agreement(_null_label, math.log(1.06), 0.016, 0.95, 12)
+    assert 12 < needed < 200 and chance(int(needed)) >= 0.95 and chance(int(needed) - 1) < 0.95
+    # far from every edge the design's own count is enough
+    assert stats.blocks_for_agreement(_null_label, 0.0, 0.016, 0.95, 6) == 6
+    assert chance(6, mu=0.0) > 0.99
+    # a between-run spread blocks cannot average away keeps agreement short of the goal
+    assert math.isnan(stats.blocks_for_agreement(_null_label, math.log(1.06), 0.016, 0.95, 12, between=0.01))
+    assert chance(4096, between=0.01) < 0.95
+
+
 def test_unpaired_ratio_interval_is_welch_on_log_start_means():
     a = stats.Sample.of([[1.0, 1.1], [1.2], [0.9, 1.0]])
     b = stats.Sample.of([[2.0], [2.4, 2.2], [1.9]])

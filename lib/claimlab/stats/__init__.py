@@ -6,7 +6,8 @@ metric), no I/O except `stop_callback`, no plotting. One module per concern:
 - `observations`: the checked table, the three-level design (runs, blocks, rounds), outliers,
   and the pairing of treatment with baseline into block log ratios;
 - `intervals`: the one estimand (ratio of geometric means), its interval and test;
-- `power`: Holm within a family, power, minimal detectable effect, units needed;
+- `power`: Holm within a family, power, minimal detectable effect, units needed, and the chance
+  that another run of the same design gives the same verdict;
 - `verdicts`: the monotone verdict rules and their labels;
 - `speed`: the speed witness (slow-state flags from the probes);
 - `selection`: which rows make a comparison, and the exclusion policy;
@@ -22,7 +23,17 @@ from .costs import COST_METRICS, cost_table, mean_interval, per_operation
 from .diagnostics import DRIFT_FLAG_P, Diagnostics, diagnostics
 from .intervals import Interval, LogRatio, Sample, hierarchical_draws, log_ratio, ratio_interval, run_components
 from .observations import OUTLIER_Z, REQUIRED_COLUMNS, block_log_ratios, outlier_rule, prepare
-from .power import POWER, blocks_for_margin, blocks_needed, holm, minimal_detectable_effect, paired_power
+from .power import (
+                    POWER,
+                    agreement_chance,
+                    blocks_for_agreement,
+                    blocks_for_margin,
+                    blocks_needed,
+                    holm,
+                    label_chances,
+                    minimal_detectable_effect,
+                    paired_power,
+)
 from .selection import Policy, claim_metrics, comparison_groups
 from .sequential import (
                     Look,
@@ -43,9 +54,10 @@ __all__ = [
     "REQUIRED_COLUMNS",
     "SLOW_FACTOR", "SPREAD_COLUMNS", "TABLE_COLUMNS", "VERDICTS", "Diagnostics", "Interval",
     "Look", "LogRatio", "Policy", "Sample", "StopDecision", "StopRule", "Verdict", "analyze",
-    "block_log_ratios", "blocks_for_margin", "blocks_needed", "claim_metrics",
+    "agreement_chance", "block_log_ratios", "blocks_for_agreement", "blocks_for_margin", "blocks_needed",
+    "claim_metrics",
     "comparison_groups", "cost_table", "diagnostics", "edge_label", "flagged_share", "hierarchical_draws",
-    "holm", "log_ratio", "mean_interval", "minimal_detectable_effect", "obrien_fleming_spending",
+    "holm", "label_chances", "log_ratio", "mean_interval", "minimal_detectable_effect", "obrien_fleming_spending",
     "outlier_rule", "paired_power", "per_operation", "prepare", "ratio_interval",
     "repeated_interval", "run_components", "run_spread", "sequential_alpha", "sequential_look",
     "should_stop", "stop_callback", "stopping_for", "speed_flags", "summary_line", "target_note", "verdict",

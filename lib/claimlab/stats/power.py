@@ -6,12 +6,16 @@
 - Power of the paired t from the noncentral t (e.g. Julious, "Sample sizes for clinical trials",
   2010, ch. 3): the minimal detectable effect at this run's block count and the blocks needed
   to detect the published ratio, or to show equivalence within the margin.
+- The chance that another run of the same design reads the same (`label_chances`,
+  `agreement_chance`, `blocks_for_agreement`): what "do two quick builds agree?" asks of a
+  comparison whose ratio lies near a decision edge.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from scipy import optimize
@@ -19,6 +23,8 @@ from scipy import stats as sps
 
 POWER = 0.8
 NEEDED_LIMIT = 10_000
+AGREEMENT_DRAWS = 4000
+AGREEMENT_SEED = 20261125
 
 
 def holm(pvalues: Sequence[float]) -> np.ndarray:
@@ -82,15 +88,59 @@ def blocks_for_margin(sd: float, margin: float, alpha: float, power: float = POW
     return _smallest_n(enough)
 
 
-def _smallest_n(enough) -> float:
-    """Smallest n >= 2 with enough(n) for a monotone predicate, by doubling then bisection."""
-    high = 2
+def label_chances(decide: Callable[[float, float], str], log_ratio: float, sd: float, n: int,
+                  confidence: float, between: float = 0.0, draws: int = AGREEMENT_DRAWS,
+                  seed: int = AGREEMENT_SEED) -> dict[str, float]:
+    """The chance of each label a run of n blocks gives, from `decide(low, high)`.
+
+    The paired t's own model (see `intervals`): the run's mean log ratio is normal about
+    `log_ratio` with variance sd^2 / n + between^2 (`between`: the spread of run means that
+    blocks do not average away), its block spread s^2 is sd^2 chi2(n - 1) / (n - 1),
+    independent of the mean, and its interval mean +/- t s / sqrt(n). The draws come from a
+    fixed seed and are the same for every n (common random numbers), so the chances are
+    reproducible and change smoothly with n.
+    """
+    if n < 2:
+        raise ValueError("a run needs at least 2 blocks for an interval")
+    rng = np.random.default_rng(seed)
+    z, u = rng.standard_normal(draws), rng.random(draws)
+    df = n - 1
+    mean = log_ratio + z * math.sqrt(sd ** 2 / n + between ** 2)
+    half = sps.t.isf((1 - confidence) / 2, df) * sd * np.sqrt(sps.chi2.ppf(u, df) / df) / math.sqrt(n)
+    counts = Counter(decide(low, high) for low, high in zip(np.exp(mean - half), np.exp(mean + half)))
+    return {label: count / draws for label, count in counts.most_common()}
+
+
+def agreement_chance(chances: dict[str, float]) -> float:
+    """The chance that two independent runs give the same label: the sum of its squares
+    (Goodman, "A comment on replication, p-values and evidence", Statistics in Medicine 1992,
+    asked the same of a p-value)."""
+    return float(sum(p * p for p in chances.values()))
+
+
+def blocks_for_agreement(decide: Callable[[float, float], str], log_ratio: float, sd: float,
+                         confidence: float, start: int, between: float = 0.0,
+                         goal: float = 0.95) -> float:
+    """Fewest blocks from `start` (the design's own count) on at which two runs agree with at
+    least `goal` chance (NaN beyond NEEDED_LIMIT: a ratio on an edge, or a `between` that blocks
+    cannot average away).
+
+    Why from the design's count: agreement is not monotone in n. Runs too small to decide
+    anything agree too, on "inconclusive"; the chance dips where runs start deciding and then
+    climbs as the interval clears the nearest edge, which the doubling and bisection assume."""
+    return _smallest_n(lambda n: agreement_chance(
+        label_chances(decide, log_ratio, sd, n, confidence, between)) >= goal, start)
+
+
+def _smallest_n(enough, start: int = 2) -> float:
+    """Smallest n >= start with enough(n), for a predicate monotone from start on, by doubling
+    then bisection."""
+    low, high = start - 1, start
     while not enough(high):
         if high >= NEEDED_LIMIT:
             return math.nan
-        high *= 2
-    low = high // 2
+        low, high = high, high * 2
     while high - low > 1:
         middle = (low + high) // 2
         low, high = (low, middle) if enough(middle) else (middle, high)
-    return float(max(high, 2))
+    return float(high)
