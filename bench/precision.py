@@ -105,10 +105,12 @@ def builds_agreement(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
 
 def replication(tables: dict[str, pd.DataFrame], goal: float = 0.95) -> pd.DataFrame:
     """Per comparison and server: how often the builds' labels agreed, and how often two builds
-    of this design would agree (`stats.agreement_chance`), from the builds pooled: the mean of
-    their log estimates, the root mean square of their block spreads, their median block count,
-    and the spread of their estimates beyond what the blocks explain. With the blocks a build
-    would need for `goal` agreement: what the literal "two quick builds agree" asks of each."""
+    of the last one's design (its block count: the current profile when builds are listed in the
+    order made) would agree (`stats.agreement_chance`), from the builds pooled: the mean of their
+    log estimates, the root mean square of their block spreads, and the spread of their
+    estimates beyond what the blocks explain. With the blocks a build would need for `goal`
+    agreement: what the literal "two quick builds agree" asks of each. Builds of one design pool
+    exactly; across a change of rounds per block the pooled block spread is an approximation."""
     rows = []
     both = pd.concat([t.assign(build=name) for name, t in tables.items()])
     both = both[both["target"].astype(bool) & (both["n_blocks"] >= 2)]
@@ -117,7 +119,7 @@ def replication(tables: dict[str, pd.DataFrame], goal: float = 0.95) -> pd.DataF
             continue
         logs = part["estimate"].map(math.log)
         sd = math.sqrt((part["sd_unit"] ** 2).mean())
-        n = int(part["n_blocks"].median())
+        n = int(part["n_blocks"].iloc[-1])
         between = math.sqrt(max(0.0, logs.var() - (part["sd_unit"] ** 2 / part["n_blocks"]).mean()))
         first = part.iloc[0]
         published = None if pd.isna(first["published_ratio"]) else float(first["published_ratio"])
@@ -166,8 +168,9 @@ def print_builds(tables: dict[str, pd.DataFrame]) -> None:
         for row in part.itertuples(index=False):
             print(f"  {row.build}: {row.estimate:.3f} [{row.ci_low:.3f}, {row.ci_high:.3f}] {row.shown}")
     chance = replication(tables)
-    print("\nHow often two builds of this design agree: agreed (share of the pairs above), chance "
-          "(stats.agreement_chance from the builds pooled), and the blocks a build would need for 95%:")
+    print("\nHow often two builds agree: agreed (share of the pairs above), chance (two builds of the "
+          "last one's blocks; stats.agreement_chance from the builds pooled), and the blocks a build "
+          "would need for 95%:")
     print(chance.assign(estimate=chance["estimate"].map("{:.3f}".format),
                         sd_block=chance["sd_block"].map("{:.1%}".format),
                         between=chance["between"].map("{:.1%}".format),

@@ -74,8 +74,9 @@ def test_the_shipped_builds_analysed_together_decide_every_comparison():
 
 
 def test_the_predicted_agreement_of_two_builds_follows_the_shipped_builds():
-    # README, "What would it take": per comparison and server, the share of pairs of shipped
-    # builds whose labels agreed, against stats.agreement_chance from the builds pooled
+    # README, "What it would take": per comparison and server, the share of pairs of shipped
+    # builds whose labels agreed, against stats.agreement_chance from the builds pooled (builds of
+    # one design: the current quick profiles)
     precision = _precision()
     tables = {name: precision.table(dirs) for name, dirs in precision.build_runs(None, None).items()}
     chance = precision.replication(tables).set_index(["claim", "comparison", "target"])
