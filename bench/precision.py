@@ -70,7 +70,8 @@ def table(run_dirs: list[Path]) -> pd.DataFrame:
                          "kind": row.kind, "direction": row.direction,
                          "published_ratio": row.published_ratio,
                          "equivalence_margin": row.equivalence_margin,
-                         "sd_unit": row.sd_unit, "n_blocks": row.n_blocks})
+                         "sd_unit": row.sd_unit, "n_blocks": row.n_blocks,
+                         "rerun_chance": row.rerun_chance})
     return pd.DataFrame(rows)
 
 
@@ -166,7 +167,8 @@ def print_builds(tables: dict[str, pd.DataFrame]) -> None:
     for key, part in differs.groupby(["claim", "comparison", "target"], sort=True):
         print(f"{' '.join(key)}:")
         for row in part.itertuples(index=False):
-            print(f"  {row.build}: {row.estimate:.3f} [{row.ci_low:.3f}, {row.ci_high:.3f}] {row.shown}")
+            print(f"  {row.build}: {row.estimate:.3f} [{row.ci_low:.3f}, {row.ci_high:.3f}] {row.shown}; "
+                  f"same on a rerun: {narrative.rerun_chance(row.rerun_chance)}")
     chance = replication(tables)
     print("\nHow often two builds agree: agreed (share of the pairs above), chance (two builds of the "
           "last one's blocks; stats.agreement_chance from the builds pooled), and the blocks a build "
@@ -233,10 +235,11 @@ def main(argv=None) -> int:
                        goal=out["goal"].map(lambda g: "" if math.isnan(g) else f"<= {g:.0%}"),
                        met=[("yes" if h <= g else "NO") if not math.isnan(g) else ""
                             for h, g in zip(out["half_width"], out["goal"])],
-                       flagged=out["flagged_share"].map(lambda f: "no witness" if math.isnan(f) else f"{f:.0%}"))
+                       flagged=out["flagged_share"].map(lambda f: "no witness" if math.isnan(f) else f"{f:.0%}"),
+                       rerun=out["rerun_chance"].map(narrative.rerun_chance))
     shown["verdict"] = [v + (stats.EDGE_MARK if e else "") for v, e in zip(shown["verdict"], shown["edge_label"])]
     print(shown[["run_id", "profile", "claim", "comparison", "target", "estimate", "interval",
-                 "half_width", "goal", "met", "flagged", "verdict"]].to_string(index=False))
+                 "half_width", "goal", "met", "flagged", "verdict", "rerun"]].to_string(index=False))
     if args.out:
         out.to_csv(args.out, index=False)
     return 0

@@ -1,7 +1,7 @@
 """What a person reads in a report: verdict cards, tables formatted for people, method and
 settings paragraphs. Pure functions of the verdict table (contract 5 columns: claim, comparison,
 kind, target, server_version, baseline, treatment, metric, estimate, ci_low, ci_high,
-confidence, p_value, published_ratio, verdict, verdict_label, edge_label, flagged_share, n_runs,
+confidence, p_value, published_ratio, verdict, verdict_label, edge_label, rerun_chance, flagged_share, n_runs,
 n_blocks, verdict_note) and of stored run files; the notebooks and the index call them, compute nothing.
 """
 
@@ -22,7 +22,8 @@ from .store import read_jsonl, read_manifest, read_variables
 
 CARD_COLUMNS = ("claim", "comparison", "kind", "target", "server_version", "baseline", "treatment", "metric",
                 "estimate", "ci_low", "ci_high", "confidence", "p_value", "published_ratio", "verdict",
-                "verdict_label", "edge_label", "flagged_share", "n_runs", "n_blocks", "verdict_note")
+                "verdict_label", "edge_label", "rerun_chance", "flagged_share", "n_runs", "n_blocks",
+                "verdict_note")
 SETTINGS_SHOWN = ("log_bin", "sync_binlog", "innodb_flush_log_at_trx_commit", "binlog_format",
                   "character_set_server", "collation_server", "innodb_buffer_pool_size", "innodb_doublewrite",
                   "performance_schema")
@@ -195,6 +196,10 @@ def card_html(row, claim_family: str = "mysql") -> str:
     edge_html = (f"<p class='edge'><b>Near a decision edge:</b> an interval {EDGE_FACTOR:g}× as wide, or "
                  f"{EDGE_FACTOR:g}× narrower, would read “{html.escape(edge)}”; another run may read that.</p>"
                  if edge else "")
+    rerun = rerun_chance(row.get("rerun_chance"))
+    rerun_html = (f"<p><b>On a rerun:</b> this design would read “{html.escape(str(label))}” again with a "
+                  f"chance of {rerun} (this run's estimate and spread taken as true).</p>"
+                  if rerun != "—" and verdict != "not_tested" else "")
     return (
         f"<div class='card {_VERDICT_CLASS.get(verdict, 'inconclusive')}'>"
         f"<div class='card-head'><span class='verdict'>{html.escape(str(label))}</span>"
@@ -204,7 +209,14 @@ def card_html(row, claim_family: str = "mysql") -> str:
         f"{html.escape(str(row['baseline']))}, {html.escape(METRIC_WORDS.get(row['metric'], row['metric']))}.</p>"
         f"<p><b>Claimed:</b> {html.escape(claimed)}. <b>Measured:</b> {html.escape(measured)}"
         f"{'; ' + html.escape(size) if size else ''}.</p>"
-        f"<p><b>Where:</b> {html.escape(where)}. {counts}</p>{edge_html}</div></div>")
+        f"<p><b>Where:</b> {html.escape(where)}. {counts}</p>{edge_html}{rerun_html}</div></div>")
+
+
+def rerun_chance(value) -> str:
+    """The chance a rerun reads the same label, as people read it: "about 55%", "over 99%"."""
+    if _missing(value):
+        return "—"
+    return "over 99%" if value > 0.99 else f"about {100 * value:.0f}%"
 
 
 def _count(value) -> str:
@@ -262,15 +274,17 @@ def note_markdown(row) -> str:
 
 
 def verdict_table_html(table: pd.DataFrame) -> str:
+    chance = table["rerun_chance"] if "rerun_chance" in table else pd.Series(np.nan, index=table.index)
     view = table[["claim", "comparison", "server_version", "estimate", "ci_low", "ci_high", "published_ratio",
                   "verdict_label", "flagged_share"]].assign(
+        rerun_chance=chance.map(rerun_chance),
         comparison=table["comparison"].map(comparison_label),
         verdict_label=[shown_label(r) for _, r in table.iterrows()],
         server_version=[server_name(v, t) or "—" for v, t in zip(table["server_version"], table["target"])])
     return table_html(view, formats={"flagged_share": percent, "published_ratio": published},
                       labels={"server_version": "server", "estimate": "measured ratio", "ci_low": "95% low",
                               "ci_high": "95% high", "published_ratio": "published", "verdict_label": "verdict",
-                              "flagged_share": "flagged"})
+                              "flagged_share": "flagged", "rerun_chance": "same on a rerun"})
 
 
 # -- claim, method, settings ----------------------------------------------------------------------

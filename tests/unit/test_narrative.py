@@ -60,6 +60,14 @@ def test_card_names_server_analogue_and_flagged_share():
     assert "the claim&#x27;s own server family" in mysql and "not recorded" in mysql
     untested = narrative.card_html(_row(server_version=math.nan, verdict="not_tested", n_blocks=math.nan), "mysql")
     assert "not measured: no server here ran both sides." in untested and "server starts" not in untested
+    # the chance a rerun reads the same, where the table has it
+    assert "On a rerun" not in card
+    edge = narrative.card_html(_row(rerun_chance=0.546), "mysql")
+    assert "would read “supported, effect smaller than published” again with a chance of about 55%" in edge
+    assert "over 99%" in narrative.card_html(_row(rerun_chance=0.9996), "mysql")
+    assert "On a rerun" not in narrative.card_html(_row(verdict="not_tested", rerun_chance=0.5), "mysql")
+    table = narrative.verdict_table_html(pd.DataFrame([_row(rerun_chance=0.546)]))
+    assert "<th>same on a rerun</th>" in table and ">about 55%<" in table
 
 
 def test_server_names_read_as_a_person_says_them():

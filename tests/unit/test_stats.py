@@ -257,6 +257,27 @@ def test_agreement_is_not_monotone_in_blocks_and_the_search_starts_at_the_design
     assert chance(4096, between=0.01) < 0.95
 
 
+def test_analyze_gives_each_verdict_its_chance_on_a_rerun():
+    c2 = dataclasses.replace(CLAIMS["C2"], comparisons=tuple(
+        dataclasses.replace(c, statistic="mean") for c in CLAIMS["C2"].comparisons))
+    two_sided = next(c for c in c2.comparisons if c.name == "unicode_vs_general")
+    claim = dataclasses.replace(c2, comparisons=(two_sided,))
+    rows = {ratio: stats.analyze(simulate_comparison(two_sided, true_ratio=ratio, claim="C2", n_blocks=8,
+                                                     seed=3), claim).iloc[0] for ratio in (1.5, 1.06)}
+    firm, edge = rows[1.5], rows[1.06]
+    assert firm["verdict_label"] == "supported: higher" and firm["rerun_chance"] > 0.99
+    assert "rerun" not in firm["verdict_note"]
+    # the plug-in: the row's own estimate, spread and blocks through label_chances
+    n = int(edge["n_blocks"])
+    again = stats.label_chances(
+        lambda lo, hi: stats.verdict("effect", "two_sided", None, 0.05, lo, hi).label,
+        math.log(edge["estimate"]), edge["sd_unit"], n, edge["confidence"])
+    assert edge["rerun_chance"] == pytest.approx(again[edge["verdict_label"]])
+    assert edge["rerun_chance"] < 0.95 and "with a chance of about" in edge["verdict_note"]
+    untested = stats.analyze(simulate_comparison(two_sided, true_ratio=1.5, claim="C2", n_blocks=1, seed=3), claim)
+    assert math.isnan(untested.iloc[0]["rerun_chance"])
+
+
 def test_unpaired_ratio_interval_is_welch_on_log_start_means():
     a = stats.Sample.of([[1.0, 1.1], [1.2], [0.9, 1.0]])
     b = stats.Sample.of([[2.0], [2.4, 2.2], [1.9]])

@@ -19,12 +19,21 @@ from claimlab.stopping import StopRule
 
 from .intervals import log_ratio, run_components
 from .observations import as_matrix, block_statistic_rule
-from .power import POWER, blocks_for_margin, blocks_needed, holm, minimal_detectable_effect, paired_power
+from .power import (
+    POWER,
+    blocks_for_margin,
+    blocks_needed,
+    holm,
+    label_chances,
+    minimal_detectable_effect,
+    paired_power,
+)
 from .selection import Group, Policy, comparison_groups, family_sizes
 from .sequential import sequential_alpha
 from .verdicts import EDGE_FACTOR, EDGE_MARK, VERDICTS, edge_label, target_note, verdict
 
 SMALL_EFFECT = 0.05
+RERUN_NOTED = 0.95   # a verdict note gives the rerun chance below this
 
 # One row per comparison and target. statistic: what a block contributes (claims.yaml; "mean":
 # geometric means, "near_min"/"near_max": each side's fast-state values); estimate: exp of the mean
@@ -43,7 +52,7 @@ TABLE_COLUMNS = (
     "n_blocks", "n_obs_baseline", "n_obs_treatment", "pairing", "estimate", "ci_low", "ci_high",
     "confidence", "p_value", "p_family", "sd_unit", "mde", "power_published", "units_needed",
     "published_ratio", "published_in_ci", "equivalence_margin", "flagged_share", "contention",
-    "speed_state", "verdict", "verdict_label", "edge_label", "verdict_note",
+    "speed_state", "verdict", "verdict_label", "edge_label", "rerun_chance", "verdict_note",
 )
 SPREAD_COLUMNS = ("claim", "comparison", "target", "n_runs", "run_estimates", "between_run_sd",
                   "within_run_sd", "between_share", "p_runs_differ")
@@ -112,7 +121,7 @@ def _row(claim: Claim, group: Group, family_size: int, alpha: float, rule: StopR
     }
     if group.reason:
         return {**row, "verdict": "not_tested", "verdict_label": "not tested", "edge_label": "",
-                "verdict_note": f"not tested: {group.reason}"}
+                "rerun_chance": math.nan, "verdict_note": f"not tested: {group.reason}"}
     blocks = group.blocks
     summary = log_ratio(as_matrix(blocks))
     n_runs, n_blocks, df = int(summary.n_runs), int(summary.n_blocks), float(summary.df)
@@ -154,11 +163,15 @@ def _row(claim: Claim, group: Group, family_size: int, alpha: float, rule: StopR
                        comparison.equivalence_margin, low, high)
     edge = edge_label(comparison.kind, comparison.direction, comparison.published_ratio,
                       comparison.equivalence_margin, low, high)
-    row.update(verdict=decision.word, verdict_label=decision.label, edge_label=edge)
+    rerun = _rerun_chance(comparison, summary, alpha, decision.label)
+    row.update(verdict=decision.word, verdict_label=decision.label, edge_label=edge, rerun_chance=rerun)
     notes = [decision.reason]
     if edge:
         notes.append(f"near a decision edge: an interval {EDGE_FACTOR:g}x as wide or as narrow would "
                      f"read \"{edge}\", so another run may")
+    if rerun < RERUN_NOTED:
+        notes.append(f"a rerun of this design would read \"{decision.label}\" again with a chance of "
+                     f"about {rerun:.0%} (this run's estimate and spread taken as true)")
     if decision.word == "inconclusive" and math.isfinite(row["units_needed"]):
         notes.append(_needed_note(row, comparison, units))
     notes += [target_note(comparison.source_target, group.server_versions), *extra, *group.notes]
@@ -207,6 +220,23 @@ def _power(comparison, summary, alpha: float) -> dict[str, float]:
             "power_published": math.nan if published is None
             else paired_power(math.log(published), sd, n, alpha),
             "units_needed": needed}
+
+
+def _rerun_chance(comparison, summary, alpha: float, label: str) -> float:
+    """The chance that another run of this design reads `label` again (`power.label_chances`),
+    with this run's estimate and spread in place of the truth: a plug-in, so a verdict on an
+    edge reads about 50%, a firm one about 100%. Over the shipped quick builds D-N it ran a
+    little above the share of other builds that agreed (README, "What it would take")."""
+    n = int(summary.df) + 1
+    if n < 2 or not math.isfinite(float(summary.se)):
+        return math.nan
+
+    def decide(low: float, high: float) -> str:
+        return verdict(comparison.kind, comparison.direction, comparison.published_ratio,
+                       comparison.equivalence_margin, low, high).label
+
+    chances = label_chances(decide, float(summary.mean), float(summary.se) * math.sqrt(n), n, 1 - alpha)
+    return chances.get(label, 0.0)
 
 
 def _needed_note(row, comparison, units: str) -> str:
