@@ -241,14 +241,16 @@ def comparison_label(comparison: str) -> str:
 def verdict_lines(rows) -> list[str]:
     """The verdict table as plain text, one line per comparison and server, columns aligned:
     what a terminal shows at the end of `claimlab report`."""
-    header = ("CLAIM", "COMPARISON", "SERVER", "MEASURED [INTERVAL]", "PUBLISHED", "VERDICT")
+    header = ("CLAIM", "COMPARISON", "SERVER", "MEASURED [INTERVAL]", "PUBLISHED", "SAME ON RERUN", "VERDICT")
     lines = []
     for r in rows:
-        measured = ("not measured" if r.get("verdict") == "not_tested" or r.get("estimate") is None else
+        untested = r.get("verdict") == "not_tested" or r.get("estimate") is None
+        measured = ("not measured" if untested else
                     f"{number(r['estimate'])} [{number(r.get('ci_low'))}, {number(r.get('ci_high'))}]")
         lines.append((str(r["claim"]), comparison_label(r["comparison"]),
                       server_name(r.get("server_version"), r.get("target")) or "—",
-                      measured, published(r.get("published_ratio")), shown_label(r)))
+                      measured, published(r.get("published_ratio")),
+                      "—" if untested else rerun_chance(r.get("rerun_chance")), shown_label(r)))
     widths = [max(len(x) for x in column) for column in zip(header, *lines)]
     return ["  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip() for line in (header, *lines)]
 

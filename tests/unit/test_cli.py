@@ -47,6 +47,8 @@ def test_the_report_ends_with_the_verdict_table(tmp_path):
     assert c4.index("2.36") == header.index("MEASURED") == c1.index("not measured")
     _, c2 = narrative.verdict_lines([{**rows[0], "published_ratio": 1.025}])
     assert " 1.025 " in c2                                              # as published, not 1.02
+    header, c4 = narrative.verdict_lines([{**rows[0], "rerun_chance": 0.546}])
+    assert c4[header.index("SAME ON RERUN"):].startswith("about 55%")
 
 
 def _manifest(experiment: str):
