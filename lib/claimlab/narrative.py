@@ -1,8 +1,9 @@
 """What a person reads in a report: verdict cards, tables formatted for people, method and
 settings paragraphs. Pure functions of the verdict table (contract 5 columns: claim, comparison,
 kind, target, server_version, baseline, treatment, metric, estimate, ci_low, ci_high,
-confidence, p_value, published_ratio, verdict, verdict_label, edge_label, rerun_chance, flagged_share, n_runs,
-n_blocks, verdict_note) and of stored run files; the notebooks and the index call them, compute nothing.
+confidence, p_value, published_ratio, verdict, verdict_label, edge_label, rerun_chance,
+flagged_share, n_runs, n_blocks, verdict_note) and of stored run files; the notebooks and the
+index call them, compute nothing.
 """
 
 from __future__ import annotations

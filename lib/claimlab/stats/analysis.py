@@ -225,8 +225,8 @@ def _power(comparison, summary, alpha: float) -> dict[str, float]:
 def _rerun_chance(comparison, summary, alpha: float, label: str) -> float:
     """The chance that another run of this design reads `label` again (`power.label_chances`),
     with this run's estimate and spread in place of the truth: a plug-in, so a verdict on an
-    edge reads about 50%, a firm one about 100%. Over the shipped quick builds D-N it ran a
-    little above the share of other builds that agreed (README, "What it would take")."""
+    edge reads about 50%, a firm one about 100%. Over the quick builds D-N it ran a little above
+    the share of other builds that agreed (README, "Same on a rerun")."""
     n = int(summary.df) + 1
     if n < 2 or not math.isfinite(float(summary.se)):
         return math.nan
