@@ -274,6 +274,9 @@ def test_analyze_gives_each_verdict_its_chance_on_a_rerun():
         math.log(edge["estimate"]), edge["sd_unit"], n, edge["confidence"])
     assert edge["rerun_chance"] == pytest.approx(again[edge["verdict_label"]])
     assert edge["rerun_chance"] < 0.95 and "with a chance of about" in edge["verdict_note"]
+    line = stats.summary_line(stats.analyze(simulate_comparison(two_sided, true_ratio=1.06, claim="C2",
+                                                                n_blocks=8, seed=3), claim), claim)
+    assert f"same on a rerun about {edge['rerun_chance']:.0%}" in line
     untested = stats.analyze(simulate_comparison(two_sided, true_ratio=1.5, claim="C2", n_blocks=1, seed=3), claim)
     assert math.isnan(untested.iloc[0]["rerun_chance"])
 

@@ -260,6 +260,8 @@ def summary_line(table: pd.DataFrame, claim: Claim) -> str:
             continue
         published = "" if pd.isna(row.published_ratio) else f" vs published {row.published_ratio:g}"
         elsewhere = " (other target than the source)" if "target differs" in row.verdict_note else ""
+        rerun = (f", same on a rerun about {row.rerun_chance:.0%}"
+                 if math.isfinite(row.rerun_chance) and row.rerun_chance < RERUN_NOTED else "")
         parts.append(f"{row.comparison} {row.estimate:.3g} [{row.ci_low:.3g}, {row.ci_high:.3g}]"
-                     f"{published}: {row.verdict_label}{EDGE_MARK if row.edge_label else ''}{elsewhere}")
+                     f"{published}: {row.verdict_label}{EDGE_MARK if row.edge_label else ''}{rerun}{elsewhere}")
     return f"{claim.id} {claim.title}: {head} | " + "; ".join(parts)
