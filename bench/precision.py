@@ -124,11 +124,7 @@ def replication(tables: dict[str, pd.DataFrame], goal: float = 0.95) -> pd.DataF
         between = math.sqrt(max(0.0, logs.var() - (part["sd_unit"] ** 2 / part["n_blocks"]).mean()))
         first = part.iloc[0]
         published = None if pd.isna(first["published_ratio"]) else float(first["published_ratio"])
-
-        def decide(low, high, first=first, published=published):
-            return stats.verdict(first["kind"], first["direction"], published,
-                                 float(first["equivalence_margin"]), low, high).label
-
+        decide = stats.labeller(first["kind"], first["direction"], published, float(first["equivalence_margin"]))
         chances = stats.label_chances(decide, logs.mean(), sd, n, float(first["confidence"]), between)
         labels = part["verdict_label"].tolist()
         pairs = list(itertools.combinations(labels, 2))

@@ -277,10 +277,9 @@ def note_markdown(row) -> str:
 
 
 def verdict_table_html(table: pd.DataFrame) -> str:
-    chance = table["rerun_chance"] if "rerun_chance" in table else pd.Series(np.nan, index=table.index)
     view = table[["claim", "comparison", "server_version", "estimate", "ci_low", "ci_high", "published_ratio",
                   "verdict_label", "flagged_share"]].assign(
-        rerun_chance=chance.map(rerun_chance),
+        rerun_chance=table["rerun_chance"].map(rerun_chance),
         comparison=table["comparison"].map(comparison_label),
         verdict_label=[shown_label(r) for _, r in table.iterrows()],
         server_version=[server_name(v, t) or "—" for v, t in zip(table["server_version"], table["target"])])

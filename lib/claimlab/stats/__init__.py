@@ -47,7 +47,7 @@ from .sequential import (
                     stopping_for,
 )
 from .speed import PROBE_METRICS, SLOW_FACTOR, flagged_share, speed_flags
-from .verdicts import EDGE_FACTOR, EDGE_MARK, VERDICTS, Verdict, edge_label, target_note, verdict
+from .verdicts import EDGE_FACTOR, EDGE_MARK, VERDICTS, Verdict, edge_label, labeller, target_note, verdict
 
 __all__ = [
     "COST_METRICS", "DRIFT_FLAG_P", "EDGE_FACTOR", "EDGE_MARK", "OUTLIER_Z", "POWER", "PROBE_METRICS",
@@ -57,7 +57,8 @@ __all__ = [
     "agreement_chance", "block_log_ratios", "blocks_for_agreement", "blocks_for_margin", "blocks_needed",
     "claim_metrics",
     "comparison_groups", "cost_table", "diagnostics", "edge_label", "flagged_share", "hierarchical_draws",
-    "holm", "label_chances", "log_ratio", "mean_interval", "minimal_detectable_effect", "obrien_fleming_spending",
+    "holm", "label_chances", "labeller", "log_ratio", "mean_interval", "minimal_detectable_effect",
+    "obrien_fleming_spending",
     "outlier_rule", "paired_power", "per_operation", "prepare", "ratio_interval",
     "repeated_interval", "run_components", "run_spread", "sequential_alpha", "sequential_look",
     "should_stop", "stop_callback", "stopping_for", "speed_flags", "summary_line", "target_note", "verdict",

@@ -30,7 +30,7 @@ from .power import (
 )
 from .selection import Group, Policy, comparison_groups, family_sizes
 from .sequential import sequential_alpha
-from .verdicts import EDGE_FACTOR, EDGE_MARK, VERDICTS, edge_label, target_note, verdict
+from .verdicts import EDGE_FACTOR, EDGE_MARK, VERDICTS, edge_label, labeller, target_note, verdict
 
 SMALL_EFFECT = 0.05
 RERUN_NOTED = 0.95   # a verdict note gives the rerun chance below this
@@ -163,7 +163,7 @@ def _row(claim: Claim, group: Group, family_size: int, alpha: float, rule: StopR
                        comparison.equivalence_margin, low, high)
     edge = edge_label(comparison.kind, comparison.direction, comparison.published_ratio,
                       comparison.equivalence_margin, low, high)
-    rerun = _rerun_chance(comparison, summary, alpha, decision.label)
+    rerun = _rerun_chance(comparison, float(summary.mean), row["sd_unit"], int(df) + 1, alpha, decision.label)
     row.update(verdict=decision.word, verdict_label=decision.label, edge_label=edge, rerun_chance=rerun)
     notes = [decision.reason]
     if edge:
@@ -222,21 +222,16 @@ def _power(comparison, summary, alpha: float) -> dict[str, float]:
             "units_needed": needed}
 
 
-def _rerun_chance(comparison, summary, alpha: float, label: str) -> float:
+def _rerun_chance(comparison, mean: float, sd: float, n: int, alpha: float, label: str) -> float:
     """The chance that another run of this design reads `label` again (`power.label_chances`),
     with this run's estimate and spread in place of the truth: a plug-in, so a verdict on an
     edge reads about 50%, a firm one about 100%. Over the quick builds D-N it ran a little above
     the share of other builds that agreed (README, "Same on a rerun")."""
-    n = int(summary.df) + 1
-    if n < 2 or not math.isfinite(float(summary.se)):
+    if n < 2 or not math.isfinite(sd):
         return math.nan
-
-    def decide(low: float, high: float) -> str:
-        return verdict(comparison.kind, comparison.direction, comparison.published_ratio,
-                       comparison.equivalence_margin, low, high).label
-
-    chances = label_chances(decide, float(summary.mean), float(summary.se) * math.sqrt(n), n, 1 - alpha)
-    return chances.get(label, 0.0)
+    decide = labeller(comparison.kind, comparison.direction, comparison.published_ratio,
+                      comparison.equivalence_margin)
+    return label_chances(decide, mean, sd, n, 1 - alpha).get(label, 0.0)
 
 
 def _needed_note(row, comparison, units: str) -> str:

@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 VERDICTS = ("supported", "contradicted", "inconclusive", "not_tested")
@@ -113,6 +113,16 @@ def verdict(kind: str, direction: str | None, published: float | None, margin: f
     label = f"inconclusive ({size} than published)" if size else "inconclusive"
     return Verdict("inconclusive", label, f"the interval reaches into {band}"
                    + _published(published, low, high))
+
+
+def labeller(kind: str, direction: str | None, published: float | None,
+             margin: float) -> Callable[[float, float], str]:
+    """One comparison's rule as a function of its interval alone: the label `verdict` gives
+    (low, high), what `power.label_chances` draws intervals through."""
+    def label(low: float, high: float) -> str:
+        return verdict(kind, direction, published, margin, low, high).label
+
+    return label
 
 
 def edge_label(kind: str, direction: str | None, published: float | None, margin: float,
