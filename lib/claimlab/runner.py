@@ -349,6 +349,7 @@ def _run_unit(ctx: _Context, unit: Unit) -> int:
         load_before = provenance.loadavg()
         started = now()
         phases = _Phases()
+        window = accounting.LoadWindow()   # the first quiet check reads the start and warm-up
         try:
             _start_all(procs.values())
             for proc in procs.values():
@@ -365,7 +366,7 @@ def _run_unit(ctx: _Context, unit: Unit) -> int:
                 proc.meter = accounting.Meter(proc.server)
             phases.lap("start_s")
             for index in range(len(exp.workloads)):
-                stored += _run_workload(ctx, unit, index, procs, attempt, phases)
+                stored += _run_workload(ctx, unit, index, procs, attempt, phases, window if index == 0 else None)
             for proc in procs.values():
                 proc.close_sessions()   # before the shutdown, which waits for open sessions
             stop_all([proc.server for proc in procs.values()])
@@ -410,9 +411,11 @@ def _start_all(procs) -> None:
             future.result()
 
 
-def _run_workload(ctx: _Context, unit: Unit, index: int, procs: dict, attempt: int, phases) -> int:
+def _run_workload(ctx: _Context, unit: Unit, index: int, procs: dict, attempt: int, phases,
+                  window: accounting.LoadWindow | None = None) -> int:
     """One workload in one unit: load, warm up each condition, then the rounds, each round
-    measuring every condition once in the recorded random order, each on its cell's server."""
+    measuring every condition once in the recorded random order, each on its cell's server.
+    `window`: the quiet check's window, if one is open already (since the servers' start)."""
     exp, store, design = ctx.exp, ctx.store, ctx.exp.design
     pairs = {c.id: (c, c.workloads[index]) for c in unit.conditions}
     todo = {(cid, i) for cid, (c, w) in pairs.items() for i in range(design.iterations)
@@ -441,7 +444,8 @@ def _run_workload(ctx: _Context, unit: Unit, index: int, procs: dict, attempt: i
             return [([c], lambda warmup=False, c=c: {c.id: sessions[c.id](warmup)}) for c in order]
 
         pids = [proc.server.pid for proc in procs.values()]
-        window = accounting.LoadWindow(pids)      # the quiet check reads the warm-up's span
+        # the quiet check reads the span of the warm-up (and of the start, for the first workload)
+        window = window.include(pids) if window is not None else accounting.LoadWindow(pids)
         warm = []
         for k in range(design.warmup):
             for _, call in calls(round_order(unit, -1 - k, design.seed)):
@@ -473,11 +477,12 @@ def _run_workload(ctx: _Context, unit: Unit, index: int, procs: dict, attempt: i
                 else:
                     before = proc.probe.time()
                     probing += before
-                start_ts = now()
+                # the stamps bracket the measured work alone: the meter's snapshots are overhead
                 proc.meter.start()
+                start_ts = now()
                 measured = call()
-                costs = proc.meter.stop()
                 end_ts = now()
+                costs = proc.meter.stop()
                 after = proc.probe.time()
                 probing += after
                 last = (proc, after)

@@ -123,9 +123,9 @@ def _write_atomic(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def _csv_line(values: Iterable[Any]) -> str:
+def _csv_lines(rows: Iterable[Iterable[Any]]) -> str:
     buf = io.StringIO()
-    csv.writer(buf, lineterminator="\n").writerow(values)
+    csv.writer(buf, lineterminator="\n").writerows(rows)
     return buf.getvalue()
 
 
@@ -305,8 +305,8 @@ class RunStore:
         path.mkdir()   # fails if it exists: a run directory is never reused
         store = cls(path, manifest.columns)
         store.write_manifest(manifest)
-        _append(path / "results.csv", _csv_line(manifest.columns))
-        _append(path / "intervals.csv", _csv_line(INTERVAL_COLUMNS))
+        _append(path / "results.csv", _csv_lines([manifest.columns]))
+        _append(path / "intervals.csv", _csv_lines([INTERVAL_COLUMNS]))
         return store
 
     @classmethod
@@ -345,8 +345,8 @@ class RunStore:
                             f"(missing {missing}, unknown {unknown})")
         if record.intervals:
             _append(self.path / "intervals.csv",
-                    "".join(_csv_line(r[c] for c in INTERVAL_COLUMNS) for r in record.interval_rows()))
-        _append(self.path / "results.csv", "".join(_csv_line(r[c] for c in self.columns) for r in rows))
+                    _csv_lines([r[c] for c in INTERVAL_COLUMNS] for r in record.interval_rows()))
+        _append(self.path / "results.csv", _csv_lines([r[c] for c in self.columns] for r in rows))
 
     def record_server(self, record: dict, variables: dict[str, str]) -> str:
         text = json.dumps(variables, indent=0, sort_keys=True)

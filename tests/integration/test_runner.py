@@ -76,6 +76,33 @@ def test_smoke_run_end_to_end(tmp_path, write_params, mariadbd):
     assert not (tmp_path / "work" / outcome.run_id).exists()
 
 
+def test_the_stamps_bracket_the_measured_work_not_the_meters_snapshots(tmp_path, write_params, mariadbd,
+                                                                      monkeypatch):
+    """The resource snapshots around each measurement are overhead (bench/overhead.py counts the
+    stamped spans as measured time): made to last half a second each, they must fall between
+    the spans, never inside one."""
+    from claimlab import accounting
+
+    def slow(method):
+        def wrapped(self, *args):
+            time.sleep(0.5)
+            return method(self, *args)
+        return wrapped
+
+    monkeypatch.setattr(accounting.Meter, "start", slow(accounting.Meter.start))
+    monkeypatch.setattr(accounting.Meter, "stop", slow(accounting.Meter.stop))
+    exp = params.load(write_params(EXP.format(rows=10, iterations=1)))
+    outcome = runner.run(exp, data_root=tmp_path / "raw", work_root=tmp_path / "work", progress=False)
+    df = read_results(outcome.path)
+    spans = df.drop_duplicates(["repetition", "iteration", "condition"]).sort_values("started_at")
+    started, ended = (pd.to_datetime(spans[c]) for c in ("started_at", "ended_at"))
+    assert len(spans) == 4
+    assert ((ended - started).dt.total_seconds() < 0.5).all(), spans
+    # each block's second measurement waits for the first one's closing and its own opening snapshot
+    gaps = (started - ended.shift()).dt.total_seconds()[spans["repetition"].eq(spans["repetition"].shift())]
+    assert len(gaps) == 2 and (gaps >= 1.0).all(), gaps
+
+
 def _start_cli_run(params_path: Path, tmp_path: Path, *extra: str) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "claimlab.cli", "run", str(params_path),
                              "--data", str(tmp_path / "raw"), "--work", str(tmp_path / "work"),

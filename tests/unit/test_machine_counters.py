@@ -65,6 +65,23 @@ def test_a_process_that_ended_has_no_times():
     assert accounting.process_times(child.pid) is None
 
 
+def test_a_command_name_with_spaces_and_parentheses_is_read(tmp_path):
+    """/proc/<pid>/stat puts the command name in parentheses, and a name may hold both."""
+    odd = tmp_path / "x) (y z"
+    odd.write_bytes(open("/bin/sleep", "rb").read())
+    odd.chmod(0o755)
+    child = subprocess.Popen([str(odd), "30"])
+    try:
+        time.sleep(0.1)
+        with open(f"/proc/{child.pid}/stat", "rb") as fh:
+            assert b"(x) (y z)" in fh.read()
+        times = accounting.process_times(child.pid)
+        assert times is not None and times.user_s >= 0 and times.system_s >= 0 and times.voluntary >= 0
+    finally:
+        child.kill()
+        child.wait()
+
+
 def test_disk_flushes_are_read_per_disk_and_summed():
     text = "\n".join([LINE.format(name="vda", flushes=5), LINE.format(name="vda1", flushes=4),
                       LINE.format(name="sdb", flushes=11)])
@@ -115,6 +132,11 @@ def test_bytes_written_by_another_process_are_seen_and_ours_left_out(tmp_path):
         assert written[writer.pid] >= 1 << 20
         assert os.getpid() not in written
         assert writer.pid not in accounting.user_write_bytes({writer.pid})
+        # a pid remembered as a kernel thread is not read again; one remembered as a user process is
+        assert writer.pid not in accounting.user_write_bytes({os.getpid()}, {writer.pid: False})
+        kinds: dict[int, bool] = {}
+        assert accounting.user_write_bytes({os.getpid()}, kinds)[writer.pid] >= 1 << 20
+        assert kinds[writer.pid] is True and os.getpid() not in kinds
     finally:
         writer.stdin.close()
         writer.wait()
