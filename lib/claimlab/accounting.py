@@ -179,9 +179,8 @@ def user_write_bytes(exclude: set[int], kinds: dict[int, bool] | None = None) ->
     kinds = {} if kinds is None else kinds
     out = {}
     for name in os.listdir("/proc"):
-        if not name.isdigit() or int(name) in exclude:
+        if not name.isdigit() or (pid := int(name)) in exclude:
             continue
-        pid = int(name)
         try:
             if pid not in kinds:
                 kinds[pid] = bool(_read(f"/proc/{name}/cmdline"))
