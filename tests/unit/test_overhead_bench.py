@@ -3,12 +3,10 @@ workload's own work, and the witness's cost stays under the issue's 5% of it."""
 
 from __future__ import annotations
 
-import importlib.util
-
 import pytest
 
 from claimlab.store import find_run, read_results
-from conftest import ROOT
+from conftest import ROOT, bench_module
 
 # build V (2026-11-25 16:19, the first with the snapshots outside the spans) and build Q (14:03,
 # before): C2's runs on MariaDB, whose 30 ms scans make any work inside a span show
@@ -17,10 +15,7 @@ AFTER, BEFORE = "20261125T162153Z-f51dce", "20261125T140558Z-543ba8"
 
 @pytest.fixture(scope="module")
 def overhead():
-    spec = importlib.util.spec_from_file_location("overhead", ROOT / "bench" / "overhead.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.overhead
+    return bench_module("overhead").overhead
 
 
 def _own_seconds(run_id: str) -> float:

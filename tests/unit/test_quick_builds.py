@@ -5,7 +5,6 @@ says of those pairs and of the builds analysed together holds."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 
 import pandas as pd
@@ -14,7 +13,7 @@ import pytest
 from claimlab import report, stats, store
 from claimlab.claims import load_claims
 from claimlab.errors import ClaimlabError
-from conftest import ROOT
+from conftest import ROOT, bench_module
 
 
 def test_every_shipped_quick_build_is_whole_and_intact():
@@ -33,15 +32,8 @@ def test_every_shipped_quick_build_is_whole_and_intact():
         assert cells == {(e, t) for e in experiments for t in ("mariadb", "mysql")}, name
 
 
-def _precision():
-    spec = importlib.util.spec_from_file_location("precision", ROOT / "bench" / "precision.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_the_readmes_agreement_of_two_shipped_builds_is_rerun_from_their_runs(capsys):
-    precision = _precision()
+    precision = bench_module("precision")
     assert precision.main(["--builds", "I", "J"]) == 0
     out = capsys.readouterr().out
     # README, "Do two quick builds agree?": I vs J, 16 of 18 verdicts and labels, both differences
@@ -53,13 +45,13 @@ def test_the_readmes_agreement_of_two_shipped_builds_is_rerun_from_their_runs(ca
 
 def test_an_unlisted_build_is_named_in_one_line():
     with pytest.raises(ClaimlabError, match=r"data/quick_builds.json: no build Z \(it lists I, J"):
-        _precision().main(["--builds", "I", "Z"])
+        bench_module("precision").main(["--builds", "I", "Z"])
 
 
 def test_the_shipped_builds_analysed_together_decide_every_comparison():
     # README, "Analysed together, runs as the top level": what one quick run leaves near an edge,
     # the shipped builds settle, runs as the top level
-    builds = _precision().build_runs(None, None)
+    builds = bench_module("precision").build_runs(None, None)
     claims = load_claims(ROOT / "data" / "claims.yaml")
     by_claim: dict[str, list] = {}
     for path in (path for paths in builds.values() for path in paths):
@@ -77,7 +69,7 @@ def test_the_predicted_agreement_of_two_builds_follows_the_shipped_builds():
     # README, "What it would take": per comparison and server, the share of pairs of shipped
     # builds whose labels agreed, against stats.agreement_chance from the builds pooled (builds of
     # one design: the current quick profiles)
-    precision = _precision()
+    precision = bench_module("precision")
     tables = {name: precision.table(dirs) for name, dirs in precision.build_runs(None, None).items()}
     chance = precision.replication(tables).set_index(["claim", "comparison", "target"])
     pairs = precision.builds_agreement(tables)
