@@ -219,8 +219,7 @@ def test_power_mde_and_blocks_needed_agree_and_never_hide_nan():
 EDGE_RATIO = math.log(1.06)   # 1% beyond the 1.05 edge of a 5% equivalence margin
 
 
-def _null_label(low, high):
-    return stats.verdict("null", None, None, 0.05, low, high).label
+_null_label = stats.labeller("null", None, None, 0.05)   # a 5% equivalence margin's rule
 
 
 def test_label_chances_match_runs_simulated_through_the_librarys_own_interval():
@@ -239,6 +238,9 @@ def test_label_chances_match_runs_simulated_through_the_librarys_own_interval():
     assert stats.agreement_chance(chances) == pytest.approx(simulated.pow(2).sum(), abs=0.03)
     with pytest.raises(ValueError, match="2 blocks"):
         stats.label_chances(_null_label, mu, sd, 1, 0.95)
+    # the labeller is the verdict rule's label, interval by interval
+    for low, high in ((1.01, 1.04), (1.03, 1.07), (1.06, 1.09)):
+        assert _null_label(low, high) == stats.verdict("null", None, None, 0.05, low, high).label
 
 
 def test_agreement_is_not_monotone_in_blocks_and_the_search_starts_at_the_design():
@@ -262,20 +264,18 @@ def test_analyze_gives_each_verdict_its_chance_on_a_rerun():
         dataclasses.replace(c, statistic="mean") for c in CLAIMS["C2"].comparisons))
     two_sided = next(c for c in c2.comparisons if c.name == "unicode_vs_general")
     claim = dataclasses.replace(c2, comparisons=(two_sided,))
-    rows = {ratio: stats.analyze(simulate_comparison(two_sided, true_ratio=ratio, claim="C2", n_blocks=8,
-                                                     seed=3), claim).iloc[0] for ratio in (1.5, 1.06)}
-    firm, edge = rows[1.5], rows[1.06]
+    tables = {ratio: stats.analyze(simulate_comparison(two_sided, true_ratio=ratio, claim="C2", n_blocks=8,
+                                                       seed=3), claim) for ratio in (1.5, 1.06)}
+    firm, edge = tables[1.5].iloc[0], tables[1.06].iloc[0]
     assert firm["verdict_label"] == "supported: higher" and firm["rerun_chance"] > 0.99
     assert "rerun" not in firm["verdict_note"]
     # the plug-in: the row's own estimate, spread and blocks through label_chances
     n = int(edge["n_blocks"])
-    again = stats.label_chances(
-        lambda lo, hi: stats.verdict("effect", "two_sided", None, 0.05, lo, hi).label,
-        math.log(edge["estimate"]), edge["sd_unit"], n, edge["confidence"])
+    again = stats.label_chances(stats.labeller("effect", "two_sided", None, 0.05),
+                                math.log(edge["estimate"]), edge["sd_unit"], n, edge["confidence"])
     assert edge["rerun_chance"] == pytest.approx(again[edge["verdict_label"]])
     assert edge["rerun_chance"] < 0.95 and "with a chance of about" in edge["verdict_note"]
-    line = stats.summary_line(stats.analyze(simulate_comparison(two_sided, true_ratio=1.06, claim="C2",
-                                                                n_blocks=8, seed=3), claim), claim)
+    line = stats.summary_line(tables[1.06], claim)
     assert f"same on a rerun about {edge['rerun_chance']:.0%}" in line
     untested = stats.analyze(simulate_comparison(two_sided, true_ratio=1.5, claim="C2", n_blocks=1, seed=3), claim)
     assert math.isnan(untested.iloc[0]["rerun_chance"])
