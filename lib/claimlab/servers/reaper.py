@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import os
 import shutil
-import signal
 import time
 from pathlib import Path
 from typing import Iterator
@@ -81,12 +79,17 @@ def _started_with(pid: int, cnf: Path) -> bool:
 
 
 def _terminate(pid: int, timeout: float = 30.0) -> None:
+    """TERM, then KILL after `timeout`. A zombie has exited: only its parent can reap it (init,
+    once the claimlab that started it is dead), so waiting for its pid to vanish would wait out
+    the timeout for nothing."""
     try:
-        os.kill(pid, signal.SIGTERM)
+        process = psutil.Process(pid)
+        process.terminate()
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            os.kill(pid, 0)
+            if process.status() == psutil.STATUS_ZOMBIE:
+                return
             time.sleep(0.1)
-        os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
+        process.kill()
+    except psutil.NoSuchProcess:
         pass
