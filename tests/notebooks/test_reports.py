@@ -13,15 +13,21 @@ import pytest
 
 from claimlab import report
 from claimlab.servers import ServerOptions
-from claimlab.store import find_run, read_manifest
+from claimlab.store import find_run, list_runs, read_manifest
 from conftest import ROOT, run_cli
 
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory, mariadbd):
     base = tmp_path_factory.mktemp("report")
-    # Both servers, every claim, the investigation; CPU evidence is exercised from stored runs
-    # (test_claim_report_from_shipped_data...) and by tests/integration/test_*evidence*.
+    # Both servers, every claim; CPU evidence is exercised from stored runs
+    # (test_claim_report_from_shipped_data...) and by tests/integration/test_*evidence*. The
+    # investigation re-analyses its shipped run, as `make report` does in a clone (its 32 MySQL
+    # starts at the smoke size took two of this fixture's three minutes); it runs anew in
+    # test_investigation_runs_its_ablation_anew_when_asked.
+    for _, ablation_name in report.INVESTIGATIONS.values():
+        (shipped,) = [Path(r["path"]) for r in list_runs(ROOT / "data" / "raw") if r["experiment"] == ablation_name]
+        shutil.copytree(shipped, base / "raw" / ablation_name / shipped.name)
     index = report.build(profile="smoke", out_dir=base / "reports", data_dir=base / "raw",
                          figures_dir=base / "figures", cpu_evidence=False, log=lambda msg: None)
     return base, index
@@ -95,6 +101,20 @@ def test_summary_notebook_runs_from_shipped_data(tmp_path):
     assert not _errors(out)
     assert (tmp_path / "figures" / "summary" / "forest.png").exists()
 
+
+def test_investigation_runs_its_ablation_anew_when_asked(tmp_path, mariadbd):
+    """The path of a build with no stored investigation run (and of `start_servers = True` in
+    JupyterLab): the notebook runs the ablation on real servers, here MariaDB's analogue."""
+    notebook, _ = report.INVESTIGATIONS["why_slower"]
+    out = report.execute(notebook, tmp_path / "reports", {
+        "ablation_name": "binlog_hunt", "profile": "smoke", "data_dir": str(tmp_path / "raw"),
+        "start_servers": True, "cpu_evidence": False, "figures_dir": str(tmp_path / "figures"),
+        "profile_dir": str(tmp_path / "profiles")}, ROOT)
+    assert not _errors(out)
+    (run,) = list_runs(tmp_path / "raw")
+    assert run["experiment"] == "binlog_hunt" and run["status"] == "complete"
+    assert read_manifest(Path(run["path"]))["default_target"] == "mariadb"
+    assert (tmp_path / "figures" / "why_slower" / "waterfall.png").stat().st_size > 1000
 
 # Every table, figure and card must fit the page: its right edge within the viewport, and a
 # table not wider than its own box (a cut-off column).
@@ -189,43 +209,50 @@ def _rows(server, sql):
         conn.close()
 
 
-def test_rerender_from_shipped_data_starts_no_server_and_repeats_its_tables(tmp_path):
-    """A reviewer's path: `claimlab report --from-data RUN_ID`: no server, same tables twice."""
-    run_id = report.published_runs(ROOT)["binlog_default"][0]
-    run_dir = find_run(run_id, ROOT / "data" / "raw")
-    before = sorted(p.name for p in run_dir.iterdir())
-    tables = []
-    for attempt in ("a", "b"):
-        result = run_cli("report", "--from-data", run_id, "--out", str(tmp_path / attempt),
-                         "--figures", str(tmp_path / "figures"), timeout=600)
-        assert result.returncode == 0, result.stderr
-        tables.append(json.loads((tmp_path / attempt / "binlog_default.summary.json").read_text())["rows"])
-        assert (tmp_path / attempt / "C4_binlog_default.html").exists()
+@pytest.fixture(scope="module")
+def from_data(tmp_path_factory):
+    """A reviewer's path, once for the module: `claimlab report --from-data` over every shipped
+    run (no server), with each run directory's listing taken before."""
+    base = tmp_path_factory.mktemp("from-data")
+    run_dirs = [find_run(run_id, ROOT / "data" / "raw") for run_id in report.shipped_run_ids(ROOT)]
+    listings = {d: sorted(p.name for p in d.iterdir()) for d in run_dirs}
+    result = run_cli("report", "--from-data", *(d.name for d in run_dirs), "--out", str(base / "r"),
+                     "--figures", str(base / "figures"), timeout=900)
+    assert result.returncode == 0, result.stderr
+    return base / "r", listings
+
+
+def test_rerender_from_shipped_data_starts_no_server_and_repeats_its_tables(from_data, tmp_path):
+    """Rendered again, one claim's runs give the same tables and nothing is written to a run."""
+    out, listings = from_data
+    result = run_cli("report", "--from-data", *report.published_runs(ROOT)["binlog_default"],
+                     "--out", str(tmp_path / "again"), "--figures", str(tmp_path / "figures"), timeout=600)
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "again" / "C4_binlog_default.html").exists()
+    tables = [json.loads((d / "binlog_default.summary.json").read_text())["rows"] for d in (out, tmp_path / "again")]
     assert tables[0] == tables[1]
-    assert sorted(p.name for p in run_dir.iterdir()) == before          # nothing written to the run
-    assert read_manifest(run_dir)["status"] == "complete"
+    for run_dir, before in listings.items():
+        assert sorted(p.name for p in run_dir.iterdir()) == before, run_dir.name   # nothing written to a run
+        assert read_manifest(run_dir)["status"] == "complete"
 
 
-def test_claim_reports_from_shipped_data_fit_the_page_and_name_cpu_samples(tmp_path):
+def test_claim_reports_from_shipped_data_fit_the_page_and_name_cpu_samples(from_data, tmp_path):
     """--from-data over every shipped run: cards at the top, CPU evidence from the run directory
     with >= 80% of samples named, each comparison's server named, why-slower re-analysed from
     its stored run, and on every page (index, summary, C1-C4, why-slower) nothing wider than
     1280 px."""
-    run_ids = report.shipped_run_ids(ROOT)
-    result = run_cli("report", "--from-data", *run_ids, "--out", str(tmp_path / "r"),
-                     "--figures", str(tmp_path / "figures"), timeout=900)
-    assert result.returncode == 0, result.stderr
-    page = (tmp_path / "r" / "C2_collation_cost.html").read_text()
+    out, _ = from_data
+    page = (out / "C2_collation_cost.html").read_text()
     assert re.search(r"""class=["']card """, page) and "instructions per row" in page
     assert "uca_ai vs utf8mb3 · MySQL 9.7" in page and "uca_ai vs utf8mb3 · MariaDB 10.11" in page
     from claimlab import evidence
     ev = evidence.load(find_run(report.published_runs(ROOT)["collation_cost"][0], ROOT / "data" / "raw"))
     assert max(p.named_share for p in ev.profiles) >= 0.8
-    pages = sorted((tmp_path / "r").glob("*.html"))
+    pages = sorted(out.glob("*.html"))
     investigations = [f"{Path(n).stem}.html" for n, _ in report.INVESTIGATIONS.values()]   # from stored runs
     assert [p.name for p in pages] == ["00_summary.html", *investigations,
                                        *(f"{n}.html" for n in sorted(report.NOTEBOOKS.values())), "index.html"]
-    assert 'href="05_why_slower.html"' in (tmp_path / "r" / "index.html").read_text()
+    assert 'href="05_why_slower.html"' in (out / "index.html").read_text()
     driver = _browser(tmp_path / "chromium-profile")
     try:
         for path in pages:
