@@ -42,8 +42,10 @@ def overhead(run_dir: Path) -> dict:
     measured = sum((_ts(e) - _ts(s)).total_seconds()
                    for s, e in zip(per_measurement["started_at"], per_measurement["ended_at"]))
     wall = (_ts(manifest["finished_at"]) - _ts(manifest["created_at"])).total_seconds()
+    # each unit's phases, and the wait for the last unit's servers (a unit's own shutdown is
+    # awaited by the next unit, in its stop_s)
     phases = pd.DataFrame([e["phases"] for e in read_jsonl(run_dir / "events.jsonl")
-                           if e["event"] == "unit_done"]).sum()
+                           if e["event"] in ("unit_done", "last_stop")]).sum()
     row = {"experiment": manifest["experiment"], "profile": manifest["profile"],
            "run_id": manifest["run_id"], "wall_s": wall, "measured_s": measured}
     for phase in PHASES:

@@ -47,13 +47,15 @@ def key(server, schemas: list[str]) -> str | None:
     return hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()[:24]
 
 
+def has(cache_key: str | None) -> bool:
+    return cache_key is not None and (root() / cache_key / "data").is_dir()
+
+
 def restore(server, cache_key: str | None) -> bool:
     """Copy a cached data directory into a server home that has none yet. True if one was used."""
-    if cache_key is None or server.datadir.exists():
+    if server.datadir.exists() or not has(cache_key):
         return False
     entry = root() / cache_key
-    if not (entry / "data").is_dir():
-        return False
     server.home.mkdir(parents=True, exist_ok=True)
     partial = server.home / "data.partial"
     shutil.rmtree(partial, ignore_errors=True)

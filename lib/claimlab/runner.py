@@ -168,7 +168,7 @@ def run(exp: Experiment, *, data_root: Path | None = None, work_root: Path | Non
     run_id = manifest.run_id
     outcome = RunOutcome(run_id, path, "running", skipped=skipped)
     work = work_root / run_id
-    lock = bar = None
+    lock = bar = ctx = None
     launcher = Launcher(work)
     try:
         lock, reaped = _claim(work_root, work, run_id)   # refuses a live run before anything is written
@@ -191,6 +191,9 @@ def run(exp: Experiment, *, data_root: Path | None = None, work_root: Path | Non
                     if should_stop is not None and _ask(should_stop, store, unit.block):
                         break
                 outcome.measurements += _run_unit(ctx, unit)
+            last = _Phases()
+            ctx.finish_stops(last)
+            store.event("last_stop", phases={k: v for k, v in last.rounded().items() if v})
         outcome.status = "complete"
         store.finish("complete", skipped_targets=skipped)
     except BaseException as exc:
@@ -202,6 +205,8 @@ def run(exp: Experiment, *, data_root: Path | None = None, work_root: Path | Non
         _close_quietly(store, outcome.status, exc)
         raise
     finally:
+        if ctx is not None:
+            stop_all([proc.server for s in ctx.stopping for proc in s.procs])   # failed: nothing saved
         if bar is not None:
             bar.close()
         launcher.close()
@@ -301,6 +306,44 @@ class _Context:
     done: set
     speed_probe: dict | None      # {"sql", "n", "target_s"} once calibrated (kept on resume)
     bar: object = None
+    stopping: list = field(default_factory=list)   # _Stopping: units whose servers are shutting down
+    slots: dict = field(default_factory=dict)      # cell -> the data directory slot it used last
+
+    def stopping_homes(self) -> set[Path]:
+        return {proc.server.home for s in self.stopping for proc in s.procs if hasattr(proc.server, "home")}
+
+    def stopping_pids(self) -> list[int]:
+        return [proc.server.pid for s in self.stopping for proc in s.procs if proc.server.pid]
+
+    def finish_stops(self, phases: "_Phases", homes: set[Path] | None = None) -> None:
+        """Wait for the servers shutting down (those living in `homes`, or all), then keep in the
+        cache what their unit loaded. Laps `stop_s` and `cache_s` of the unit that waits."""
+        waiting = [s for s in self.stopping
+                   if homes is None or any(getattr(p.server, "home", None) in homes for p in s.procs)]
+        if not waiting:
+            return
+        self.stopping = [s for s in self.stopping if s not in waiting]
+        for s in waiting:
+            stop_all([proc.server for proc in s.procs])
+            self.store.event("stopped", seq=s.seq, pids=[proc.server.pid for proc in s.procs])
+        phases.lap("stop_s")
+        for s in waiting:
+            for proc in s.procs:
+                if s.save and not proc.from_cache and datacache.save(proc.server, proc.cache_key):
+                    self.store.event("datadir_cached", seq=s.seq, key=proc.cache_key)
+        phases.lap("cache_s")
+
+
+@dataclass(eq=False)
+class _Stopping:
+    """A unit's servers, asked to shut down and awaited only when something needs them gone:
+    the next unit's measurements (nothing is measured beside a shutdown), a server that reuses
+    their data directory, the end of the run. Meanwhile the next unit's servers start and warm
+    up. `save`: the unit loaded long enough that its data directory is worth keeping (datacache)."""
+
+    seq: int
+    procs: list
+    save: bool
 
 
 @dataclass
@@ -310,6 +353,7 @@ class _Process:
     conditions: tuple[Condition, ...]
     server: object
     cache_key: str | None
+    slot: int = 0
     from_cache: bool = False
     facts: object = None
     meter: object = None
@@ -329,7 +373,8 @@ def _run_unit(ctx: _Context, unit: Unit) -> int:
 
     Server starts are numbered per unit (`attempt`) across resumes, so the rows of two server
     processes never share (seq, attempt) with their condition; servers.jsonl maps each to its pid.
-    A server lost or not started restarts every server of the unit."""
+    A server lost or not started restarts every server of the unit. A unit that ends well leaves
+    its servers shutting down (`_Stopping`), awaited before the next unit measures anything."""
     exp, store, design = ctx.exp, ctx.store, ctx.exp.design
     missing = [(c.id, w.name, unit.repetition, i) for c in unit.conditions for w in c.workloads
                for i in range(design.iterations)]
@@ -339,17 +384,23 @@ def _run_unit(ctx: _Context, unit: Unit) -> int:
     stored = 0
     for k in range(design.max_attempts):
         attempt = first + k
+        phases = _Phases()
         procs = {}
+        handed_over = False
+        slots = {group[0].cell: _slot(ctx, group) for group in unit.cells}
+        ctx.finish_stops(phases, homes={found[1] for found in slots.values() if found})
         for group in unit.cells:
             c0 = group[0]
-            server = ctx.launcher.prepare(exp.targets[c0.target], c0.server, fresh=design.fresh_datadir and k == 0)
+            slot = slots[c0.cell][0] if slots[c0.cell] else 0
+            server = ctx.launcher.prepare(exp.targets[c0.target], c0.server, slot=slot,
+                                          fresh=design.fresh_datadir and k == 0)
             cache_key = None if design.fresh_datadir else datacache.key(
                 server, [w.schema() for c in group for w in c.workloads])
-            procs[c0.cell] = _Process(group, server, cache_key)
+            procs[c0.cell] = _Process(group, server, cache_key, slot=slot)
         load_before = provenance.loadavg()
         started = now()
-        phases = _Phases()
-        window = accounting.LoadWindow()   # the first quiet check reads the start and warm-up
+        # the first quiet check reads the start and warm-up; servers still shutting down are ours
+        window = accounting.LoadWindow(ctx.stopping_pids())
         try:
             _start_all(procs.values())
             for proc in procs.values():
@@ -360,7 +411,7 @@ def _run_unit(ctx: _Context, unit: Unit) -> int:
                                      "repetition": unit.repetition, "attempt": attempt, "target": c0.target,
                                      "version": proc.facts.version, "log_bin": proc.facts.log_bin,
                                      "pid": proc.server.pid, "started_at": started, "loadavg_before": load_before,
-                                     "datadir_from_cache": proc.from_cache},
+                                     "datadir_from_cache": proc.from_cache, "slot": proc.slot},
                                     proc.facts.stable_variables())
                 verify_settings(proc.server.options, proc.facts, c0.target)
                 proc.meter = accounting.Meter(proc.server)
@@ -369,13 +420,11 @@ def _run_unit(ctx: _Context, unit: Unit) -> int:
                 stored += _run_workload(ctx, unit, index, procs, attempt, phases, window if index == 0 else None)
             for proc in procs.values():
                 proc.close_sessions()   # before the shutdown, which waits for open sessions
-            stop_all([proc.server for proc in procs.values()])
+                proc.server.request_stop()
+            ctx.stopping.append(_Stopping(unit.seq, list(procs.values()),
+                                          save=phases.totals["prepare_s"] >= datacache.MIN_LOAD_S))
+            handed_over = True
             phases.lap("stop_s")
-            for proc in procs.values():
-                if not proc.from_cache and phases.totals["prepare_s"] >= datacache.MIN_LOAD_S \
-                        and datacache.save(proc.server, proc.cache_key):
-                    store.event("datadir_cached", seq=unit.seq, key=proc.cache_key)
-            phases.lap("cache_s")
             store.event("unit_done", seq=unit.seq, cell=unit.cell, repetition=unit.repetition,
                         attempt=attempt, loadavg_after=provenance.loadavg(), phases=phases.rounded())
             return stored
@@ -388,10 +437,32 @@ def _run_unit(ctx: _Context, unit: Unit) -> int:
                 raise
             time.sleep(0.5)
         finally:
-            for proc in procs.values():
-                proc.close_sessions()
-            stop_all([proc.server for proc in procs.values()])
+            if not handed_over:
+                for proc in procs.values():
+                    proc.close_sessions()
+                stop_all([proc.server for proc in procs.values()])
     return stored
+
+
+def _slot(ctx: _Context, group) -> tuple[int, Path] | None:
+    """Which data directory a cell's server uses this time, and its home (None: not a local
+    server). The other one when the cell's last server is still shutting down and its shutdown
+    is slow (Oracle MySQL) and the data it needs comes from the cache: a copy of a cached load
+    is cheaper than the wait. Without a cached load a second directory would have to be
+    initialised and loaded (3 s and more on MySQL), so the server waits for its predecessor."""
+    c0 = group[0]
+    target = ctx.exp.targets[c0.target]
+    if target.kind == "external":
+        return None
+    slot = ctx.slots.get(c0.cell, 0)
+    home = ctx.launcher.home(target, c0.server, slot)
+    if home in ctx.stopping_homes() and not ctx.exp.design.fresh_datadir \
+            and ctx.launcher.installation(target).flavor.slow_shutdown:
+        server = ctx.launcher.prepare(target, c0.server, slot=1 - slot)
+        if datacache.has(datacache.key(server, [w.schema() for c in group for w in c.workloads])):
+            slot, home = 1 - slot, server.home
+    ctx.slots[c0.cell] = slot
+    return slot, home
 
 
 def _start_all(procs) -> None:
@@ -455,6 +526,7 @@ def _run_workload(ctx: _Context, unit: Unit, index: int, procs: dict, attempt: i
         store.event("warmup", seq=unit.seq, workload=exp.workloads[index].name, measurements=len(warm),
                     seconds=round(sum(warm), 4))
         phases.lap("warmup_s")
+        ctx.finish_stops(phases)   # the previous unit's servers are gone before anything is measured
         for proc in procs.values():
             if proc.probe is None:
                 proc.probe = _probe(ctx, proc.server, statistics.median(warm) if warm else None)

@@ -87,10 +87,11 @@ class Launcher:
         self._external_locks: dict[str, object] = {}
 
     def prepare(self, target: TargetSpec, options: ServerOptions, fresh: bool = False,
-                program: Path | None = None) -> Server:
+                program: Path | None = None, slot: int = 0) -> Server:
         """A server for `target` with `options`, not yet started (`start()` starts it).
         `program` runs instead of the installation's binary, with its layout and flavour (e.g. a
-        script that starts it under valgrind: claimlab.profiling)."""
+        script that starts it under valgrind: claimlab.profiling). `slot`: which of a
+        configuration's data directories (`home`)."""
         if target.kind == "external":
             if options != ServerOptions():
                 raise ConfigError("(params)", f"targets.{target.name}",
@@ -98,15 +99,23 @@ class Launcher:
             self._lock_external(target)
             return ExternalServer(target)
         effective = target.options.merged(options)
-        home = self.workdir / f"{target.name}-{effective.key()}"
+        home = self.home(target, options, slot)
         if fresh and home.exists():
             shutil.rmtree(home)
-        if target not in self._installations:       # found (and its --version run) once per run
-            self._installations[target] = installation(target)
-        inst = self._installations[target]
+        inst = self.installation(target)
         if program is not None:
             inst = replace(inst, binary=Path(program))
         return LocalServer(target, inst, home, effective)
+
+    def home(self, target: TargetSpec, options: ServerOptions, slot: int = 0) -> Path:
+        """Where a local server of this configuration lives. A second slot lets the next server
+        of a configuration start while the previous one is still shutting down."""
+        return self.workdir / (f"{target.name}-{target.options.merged(options).key()}" + (f".{slot}" if slot else ""))
+
+    def installation(self, target: TargetSpec) -> Installation:
+        if target not in self._installations:       # found (and its --version run) once per run
+            self._installations[target] = installation(target)
+        return self._installations[target]
 
     def _lock_external(self, target: TargetSpec) -> None:
         if target.name in self._external_locks:
