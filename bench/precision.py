@@ -31,6 +31,7 @@ import pandas as pd
 from claimlab import narrative, params, runner, stats
 from claimlab.claims import load_claims
 from claimlab.errors import ClaimlabError
+from claimlab.stopping import StopRule
 from claimlab.store import find_run, read_manifest, read_results
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -58,7 +59,8 @@ def table(run_dirs: list[Path]) -> pd.DataFrame:
             raise ClaimlabError(f"{run_dir.name}: not a claim's run ({manifest.get('experiment')}); "
                                 "precision is reported for claim experiments only")
         claim = claims[manifest["claim"]]
-        result = stats.analyze(read_results(run_dir), claim)
+        rule = StopRule.of_manifest(manifest)
+        result = stats.analyze(read_results(run_dir), claim, stop_rule=rule)
         for row in result.itertuples(index=False):
             rows.append({"run_id": manifest["run_id"], "profile": manifest["profile"], "claim": claim.id,
                          "comparison": row.comparison, "target": row.target, "estimate": row.estimate,
@@ -70,8 +72,8 @@ def table(run_dirs: list[Path]) -> pd.DataFrame:
                          "kind": row.kind, "direction": row.direction,
                          "published_ratio": row.published_ratio,
                          "equivalence_margin": row.equivalence_margin,
-                         "sd_unit": row.sd_unit, "n_blocks": row.n_blocks,
-                         "rerun_chance": row.rerun_chance})
+                         "sd_unit": row.sd_unit, "n_blocks": row.n_blocks, "stop_rule": rule,
+                         "family_size": row.family_size, "rerun_chance": row.rerun_chance})
     return pd.DataFrame(rows)
 
 
@@ -113,6 +115,7 @@ def replication(tables: dict[str, pd.DataFrame], goal: float = 0.95) -> pd.DataF
     agreement: what the literal "two quick builds agree" asks of each. Builds of one design pool
     exactly; across a change of rounds per block the pooled block spread is an approximation."""
     rows = []
+    claims = load_claims(ROOT / "data" / "claims.yaml")
     both = pd.concat([t.assign(build=name) for name, t in tables.items()])
     both = both[both["target"].astype(bool) & (both["n_blocks"] >= 2)]
     for (claim, comparison, target), part in both.groupby(["claim", "comparison", "target"], sort=True):
@@ -122,10 +125,15 @@ def replication(tables: dict[str, pd.DataFrame], goal: float = 0.95) -> pd.DataF
         sd = math.sqrt((part["sd_unit"] ** 2).mean())
         n = int(part["n_blocks"].iloc[-1])
         between = math.sqrt(max(0.0, logs.var() - (part["sd_unit"] ** 2 / part["n_blocks"]).mean()))
-        first = part.iloc[0]
+        first, last = part.iloc[0], part.iloc[-1]
         published = None if pd.isna(first["published_ratio"]) else float(first["published_ratio"])
         decide = stats.labeller(first["kind"], first["direction"], published, float(first["equivalence_margin"]))
-        chances = stats.label_chances(decide, logs.mean(), sd, n, float(first["confidence"]), between)
+        rule = last["stop_rule"]
+        if rule is not None:     # the last build's design looks on until decided
+            chances = stats.sequential_label_chances(claims[claim].comparison(comparison), logs.mean(), sd,
+                                                     rule, int(last["family_size"]), between)
+        else:
+            chances = stats.label_chances(decide, logs.mean(), sd, n, float(first["confidence"]), between)
         labels = part["verdict_label"].tolist()
         pairs = list(itertools.combinations(labels, 2))
         rows.append({"claim": claim, "comparison": comparison, "target": target,
@@ -133,7 +141,8 @@ def replication(tables: dict[str, pd.DataFrame], goal: float = 0.95) -> pd.DataF
                      "blocks": n, "agreed": sum(a == b for a, b in pairs) / len(pairs),
                      "chance": stats.agreement_chance(chances),
                      "likeliest": max(chances, key=chances.get),
-                     "blocks_for_goal": stats.blocks_for_agreement(
+                     "design": f"sequential {rule.min_blocks}-{rule.max_blocks}" if rule else f"{n} blocks",
+                     "blocks_for_goal": math.nan if rule else stats.blocks_for_agreement(
                          decide, logs.mean(), sd, float(first["confidence"]), n, between, goal)})
     return pd.DataFrame(rows)
 
@@ -174,8 +183,9 @@ def print_builds(tables: dict[str, pd.DataFrame]) -> None:
                         between=chance["between"].map("{:.1%}".format),
                         agreed=chance["agreed"].map("{:.0%}".format),
                         chance=chance["chance"].map("{:.0%}".format),
-                        blocks_for_goal=chance["blocks_for_goal"].map(
-                            lambda n: "beyond 10000" if math.isnan(n) else f"{n:.0f}"))
+                        blocks_for_goal=[("" if design.startswith("sequential") else "beyond 10000")
+                                         if math.isnan(n) else f"{n:.0f}"
+                                         for n, design in zip(chance["blocks_for_goal"], chance["design"])])
           .to_string(index=False))
 
 

@@ -176,6 +176,12 @@ class Claim:
             raise ValueError(f"family {', '.join(mixed)} mixes effect and null comparisons: "
                              "equivalence is never tested in a family with effects")
 
+    def comparison(self, name: str) -> Comparison:
+        found = [comparison for comparison in self.comparisons if comparison.name == name]
+        if not found:
+            raise KeyError(f"claim {self.id} has no comparison {name!r}")
+        return found[0]
+
 
 class _Figure(Model):
     what: Text

@@ -301,13 +301,9 @@ def analyze_runs(run_ids: Iterable[str], data_root: Path | None = None, *, accep
     out = []
     for runs in groups.values():
         claim = claims[str(runs[0][1]["claim"].iloc[0])]
-        rules = {rule for *_, rule, _ in runs}
-        if len(rules) > 1:
-            raise ClaimlabError(f"{claim.id}: the runs were designed with different stopping rules; "
-                                "analyse them separately")
         results = pd.concat([r for _, r, *_ in runs], ignore_index=True)
         names = " ".join(path.name for path, *_ in runs)
-        table = stats.analyze(results, claim, stop_rule=rules.pop(), **options)
+        table = stats.analyze(results, claim, stop_rule={path.name: rule for path, _, rule, _ in runs}, **options)
         out.append(Analysis(names, runs[0][0], results, claim, table.assign(run_id=names),
                             tuple(note for *_, note in runs if note), tuple(path for path, *_ in runs)))
     return out

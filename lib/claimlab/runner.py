@@ -130,7 +130,8 @@ def check_resumable(exp: Experiment, manifest: RunManifest, path: Path) -> None:
 def run(exp: Experiment, *, data_root: Path | None = None, work_root: Path | None = None,
         resume: str | None = None, progress: bool = True, should_stop=None, log=None) -> RunOutcome:
     """Measure an experiment's plan (or resume one). `should_stop(run_path)` is asked after every
-    complete block of a sequential design; it returns a bool or (bool, reason)."""
+    complete block of a sequential design from its `min_blocks` on (no look before can stop it);
+    it returns a bool or (bool, reason)."""
     if exp.design.sequential is not None and should_stop is None:
         raise ValueError(f"{exp.name}: a sequential design needs its stopping callback "
                          "(claimlab.stats.stopping_for(exp))")
@@ -153,6 +154,7 @@ def run(exp: Experiment, *, data_root: Path | None = None, work_root: Path | Non
         (log or (lambda _: None))(line)
     design = exp.design
     blocks = design.sequential.max_blocks if design.sequential else design.repetitions
+    first_look = design.sequential.min_blocks if design.sequential else 1
     units = schedule(runnable, blocks, design.seed, design.side_by_side)
     work_root = work_root or project_root() / "work"
 
@@ -188,7 +190,7 @@ def run(exp: Experiment, *, data_root: Path | None = None, work_root: Path | Non
             for unit in units:
                 if unit.block != current_block:
                     current_block = unit.block
-                    if should_stop is not None and _ask(should_stop, store, unit.block):
+                    if should_stop is not None and unit.block >= first_look and _ask(should_stop, store, unit.block):
                         break
                 outcome.measurements += _run_unit(ctx, unit)
             last = _Phases()

@@ -243,8 +243,9 @@ def test_sequential_design_stops_when_the_claim_is_decided(tmp_path, write_param
     decisions = [e for e in _events(outcome.path) if e["event"] == "sequential"]
     results = read_results(outcome.path)
     blocks = results["repetition"].nunique()
-    # Asked after every complete block; it stops at the first "stop", or the design's cap ends it.
-    assert [d["blocks"] for d in decisions] == list(range(1, len(decisions) + 1))
+    # Asked after every complete block from min_blocks on; it stops at the first "stop", or the
+    # design's cap ends it.
+    assert [d["blocks"] for d in decisions] == list(range(3, 3 + len(decisions)))
     assert [d["stop"] for d in decisions[:-1]] == [False] * (len(decisions) - 1)
     assert (decisions[-1]["stop"] and 3 <= blocks < 8) or (not decisions[-1]["stop"] and blocks == 8), decisions
     # The last recorded decision is the statistics' own answer on the stored data (on a quiet machine

@@ -529,6 +529,61 @@ def test_analyze_uses_the_level_the_stopping_rule_left():
     row = stats.analyze(c4_results(), CLAIMS["C4"], stop_rule=rule).iloc[0]
     assert row["confidence"] == pytest.approx(1 - stats.sequential_alpha(rule, 8))
     assert "sequential design (O'Brien-Fleming" in row["verdict_note"]
+    # its rerun chance is the sequential design's, from the row's own estimate and spread
+    again = stats.sequential_label_chances(CLAIMS["C4"].comparisons[0], math.log(row["estimate"]),
+                                           row["sd_unit"], rule, int(row["family_size"]))
+    assert row["rerun_chance"] == pytest.approx(again[row["verdict_label"]])
+
+
+def test_each_run_is_analysed_at_its_own_designs_level():
+    # one claim's runs on two servers may differ in design: a sequential run on one, a fixed one
+    # on the other; each comparison takes the rule of the runs it reads, by run id
+    rule = stats.StopRule(min_blocks=3, max_blocks=20)
+    seq = c4_results().assign(run_id="seq", target="mariadb")
+    fixed = c4_results(seed=12).assign(run_id="fixed", target="mysql")
+    table = stats.analyze(pd.concat([seq, fixed], ignore_index=True), CLAIMS["C4"],
+                          stop_rule={"seq": rule, "fixed": None}).set_index("target")
+    assert table.loc["mariadb", "confidence"] == pytest.approx(1 - stats.sequential_alpha(rule, 8))
+    assert "sequential design" in table.loc["mariadb", "verdict_note"]
+    assert table.loc["mysql", "confidence"] == pytest.approx(0.95)
+    assert "sequential design" not in table.loc["mysql", "verdict_note"]
+    # analysed together (runs as the top level), the stricter level of the two
+    both = stats.analyze(pd.concat([seq, fixed.assign(target="mariadb")], ignore_index=True), CLAIMS["C4"],
+                         stop_rule={"seq": rule, "fixed": None}).iloc[0]
+    assert both["n_runs"] == 2
+    assert both["confidence"] == pytest.approx(1 - min(0.05, stats.sequential_alpha(rule, 8)))
+
+
+def test_sequential_label_chances_match_runs_stopped_through_the_librarys_own_looks():
+    # 1500 runs of normal block log ratios (fixed seed), each looked at block by block through
+    # sequential_look, stopped when it decides or at the cap, then read at sequential_alpha as
+    # analyze reads a stopped run: the label shares must match sequential_label_chances' model
+    rule = stats.StopRule(target_rel_width=0.002, min_blocks=12, max_blocks=24)
+    equivalence = next(c for c in CLAIMS["C2"].comparisons if c.kind == "null")
+    rng = np.random.default_rng(11)
+    labels = []
+    for path in rng.normal(EDGE_RATIO, 0.016, size=(1500, rule.max_blocks)):
+        n = next((n for n in range(rule.min_blocks, rule.max_blocks)
+                  if stats.sequential_look(path[:n], equivalence, rule).done), rule.max_blocks)
+        summary = stats.log_ratio(path[:n].reshape(1, n))
+        low, high = summary.interval(stats.sequential_alpha(rule, n))
+        labels.append(_null_label(float(low), float(high)))
+    simulated = pd.Series(labels).value_counts(normalize=True)
+    chances = stats.sequential_label_chances(equivalence, EDGE_RATIO, 0.016, rule)
+    for label in set(chances) | set(simulated.index):
+        share = simulated.get(label, 0.0)
+        assert chances.get(label, 0.0) == pytest.approx(share, abs=0.03), label
+    # on the edge, looking on until decided is what makes two runs agree: twelve fixed blocks
+    # split, and the more looks the design allows, the likelier two runs read the same
+    fixed = stats.agreement_chance(stats.label_chances(_null_label, EDGE_RATIO, 0.016, 12, 0.95))
+    longer = dataclasses.replace(rule, max_blocks=48)
+    assert fixed < 0.55 < stats.agreement_chance(chances) < 0.9 < stats.agreement_chance(
+        stats.sequential_label_chances(equivalence, EDGE_RATIO, 0.016, longer))
+    # one look is the fixed design at its level
+    once = stats.StopRule(target_rel_width=0.002, min_blocks=12, max_blocks=12)
+    alone = stats.sequential_label_chances(equivalence, EDGE_RATIO, 0.016, once)
+    for label, chance in stats.label_chances(_null_label, EDGE_RATIO, 0.016, 12, 0.95).items():
+        assert alone.get(label, 0.0) == pytest.approx(chance, abs=0.03), label
 
 
 def test_stop_rule_validation_and_manifest():

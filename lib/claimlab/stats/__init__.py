@@ -41,6 +41,7 @@ from .sequential import (
                     obrien_fleming_spending,
                     repeated_interval,
                     sequential_alpha,
+                    sequential_label_chances,
                     sequential_look,
                     should_stop,
                     stop_callback,
@@ -60,6 +61,7 @@ __all__ = [
     "holm", "label_chances", "labeller", "log_ratio", "mean_interval", "minimal_detectable_effect",
     "obrien_fleming_spending",
     "outlier_rule", "paired_power", "per_operation", "prepare", "ratio_interval",
-    "repeated_interval", "run_components", "run_spread", "sequential_alpha", "sequential_look",
+    "repeated_interval", "run_components", "run_spread", "sequential_alpha", "sequential_label_chances",
+    "sequential_look",
     "should_stop", "stop_callback", "stopping_for", "speed_flags", "summary_line", "target_note", "verdict",
 ]

@@ -9,6 +9,7 @@ and reads the verdict off that interval (`verdicts`). `run_spread` says whether 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -29,7 +30,7 @@ from .power import (
     paired_power,
 )
 from .selection import Group, Policy, comparison_groups, family_sizes
-from .sequential import sequential_alpha
+from .sequential import sequential_alpha, sequential_label_chances
 from .verdicts import EDGE_FACTOR, EDGE_MARK, VERDICTS, edge_label, labeller, target_note, verdict
 
 SMALL_EFFECT = 0.05
@@ -60,7 +61,8 @@ SPREAD_COLUMNS = ("claim", "comparison", "target", "n_runs", "run_estimates", "b
 
 def analyze(results: pd.DataFrame, claim: Claim, *, confidence: float = 0.95,
             include_contention: bool = True, exclude_outliers: bool = False,
-            normal_only: bool = False, stop_rule: StopRule | None = None) -> pd.DataFrame:
+            normal_only: bool = False,
+            stop_rule: StopRule | Mapping[str, StopRule | None] | None = None) -> pd.DataFrame:
     """The verdict table of `claim` from `results` of one run or several (runs: the top level).
 
     Rows taken under contention are kept unless `include_contention` is False; outliers are
@@ -69,13 +71,16 @@ def analyze(results: pd.DataFrame, claim: Claim, *, confidence: float = 0.95,
     interval's level is `confidence` split evenly over the members of the comparison's family
     (Bonferroni, so the verdict is a function of the interval alone), or, when the run ended by
     `stop_rule`, the level that rule leaves at the final look (`sequential_alpha`; with several
-    runs the smallest of their levels). `verdict_note` names every row left out and why.
+    runs the smallest of their levels). `stop_rule` is one rule for every run, or each run's own
+    by run id (None: a fixed design), since one claim's runs on two servers may have been
+    designed differently. `verdict_note` names every row left out and why.
     """
     policy = Policy(include_contention=include_contention, exclude_outliers=exclude_outliers,
                     normal_only=normal_only)
     groups = list(comparison_groups(results, claim, policy))
     sizes = family_sizes(claim, groups)
-    rows = [_row(claim, group, sizes.get(group.family_key, 1), 1 - confidence, stop_rule, policy)
+    rule_of = stop_rule.get if isinstance(stop_rule, Mapping) else lambda run: stop_rule
+    rows = [_row(claim, group, sizes.get(group.family_key, 1), 1 - confidence, rule_of, policy)
             for group in groups]
     _adjust_families(rows)
     return pd.DataFrame(rows, columns=list(TABLE_COLUMNS))
@@ -104,8 +109,8 @@ def run_spread(results: pd.DataFrame, claim: Claim, *, include_contention: bool 
     return pd.DataFrame(rows, columns=list(SPREAD_COLUMNS))
 
 
-def _row(claim: Claim, group: Group, family_size: int, alpha: float, rule: StopRule | None,
-         policy: Policy) -> dict[str, Any]:
+def _row(claim: Claim, group: Group, family_size: int, alpha: float,
+         rule_of: Callable[[str], StopRule | None], policy: Policy) -> dict[str, Any]:
     comparison = group.comparison
     row: dict[str, Any] = {
         "claim": claim.id, "comparison": comparison.name, "kind": comparison.kind,
@@ -126,11 +131,16 @@ def _row(claim: Claim, group: Group, family_size: int, alpha: float, rule: StopR
     summary = log_ratio(as_matrix(blocks))
     n_runs, n_blocks, df = int(summary.n_runs), int(summary.n_blocks), float(summary.df)
     extra = []
-    if rule is not None:
-        per_run = blocks.groupby("run_id")["log_ratio"].size().to_numpy()
-        alpha = float(min(sequential_alpha(rule, max(int(n), rule.min_blocks), family_size)
-                          for n in per_run))
-        extra.append(f"sequential design ({rule.describe()}): level {1 - alpha:.4f} at "
+    per_run = blocks.groupby("run_id")["log_ratio"].size()
+    run_rules = {run: rule_of(run) for run in per_run.index}
+    sequential = {run: rule for run, rule in run_rules.items() if rule is not None}
+    rule = next(iter(sequential.values())) if len(per_run) == 1 and sequential else None
+    if sequential:
+        alpha = float(min(alpha / family_size if run_rules[run] is None else
+                          sequential_alpha(run_rules[run], max(int(n), run_rules[run].min_blocks), family_size)
+                          for run, n in per_run.items()))
+        described = sorted({r.describe() for r in sequential.values()})
+        extra.append(f"sequential design ({'; '.join(described)}): level {1 - alpha:.4f} at "
                      f"{'/'.join(str(n) for n in per_run)} blocks")
     else:
         alpha = alpha / family_size
@@ -163,7 +173,8 @@ def _row(claim: Claim, group: Group, family_size: int, alpha: float, rule: StopR
                        comparison.equivalence_margin, low, high)
     edge = edge_label(comparison.kind, comparison.direction, comparison.published_ratio,
                       comparison.equivalence_margin, low, high)
-    rerun = _rerun_chance(comparison, float(summary.mean), row["sd_unit"], int(df) + 1, alpha, decision.label)
+    rerun = _rerun_chance(comparison, float(summary.mean), row["sd_unit"], int(df) + 1, alpha, decision.label,
+                          rule, family_size)
     row.update(verdict=decision.word, verdict_label=decision.label, edge_label=edge, rerun_chance=rerun)
     notes = [decision.reason]
     if edge:
@@ -222,13 +233,17 @@ def _power(comparison, summary, alpha: float) -> dict[str, float]:
             "units_needed": needed}
 
 
-def _rerun_chance(comparison, mean: float, sd: float, n: int, alpha: float, label: str) -> float:
-    """The chance that another run of this design reads `label` again (`power.label_chances`),
-    with this run's estimate and spread in place of the truth: a plug-in, so a verdict on an
-    edge reads about 50%, a firm one about 100%. Over the quick builds D-N it ran a little above
-    the share of other builds that agreed (README, "Same on a rerun")."""
+def _rerun_chance(comparison, mean: float, sd: float, n: int, alpha: float, label: str,
+                  rule: StopRule | None = None, family_size: int = 1) -> float:
+    """The chance that another run of this design reads `label` again (`power.label_chances`;
+    for one run of a sequential design, `sequential_label_chances`, which stops as its rule
+    does), with this run's estimate and spread in place of the truth: a plug-in, so a verdict
+    on an edge of a fixed design reads about 50%, a firm one about 100%. Over the quick builds
+    D-N it ran a little above the share of other builds that agreed (README, "Same on a rerun")."""
     if n < 2 or not math.isfinite(sd):
         return math.nan
+    if rule is not None:
+        return sequential_label_chances(comparison, mean, sd, rule, family_size).get(label, 0.0)
     decide = labeller(comparison.kind, comparison.direction, comparison.published_ratio,
                       comparison.equivalence_margin)
     return label_chances(decide, mean, sd, n, 1 - alpha).get(label, 0.0)

@@ -24,6 +24,7 @@ from claimlab.claims import Claim, Comparison
 from claimlab.stopping import StopRule
 
 from .intervals import Interval, LogRatio, log_ratio
+from .power import AGREEMENT_DRAWS, AGREEMENT_SEED
 from .selection import DEFAULT_POLICY, Policy, comparison_groups, family_sizes
 from .verdicts import verdict
 
@@ -99,6 +100,49 @@ def sequential_look(block_log_ratios: np.ndarray, comparison: Comparison, rule: 
                        comparison.equivalence_margin, low, high)
     width = high / low - 1 if low > 0 else math.inf
     return Look(blocks, interval, width, decision.word)
+
+
+def sequential_label_chances(comparison: Comparison, log_ratio: float, sd: float, rule: StopRule,
+                             family_size: int = 1, between: float = 0.0, draws: int = AGREEMENT_DRAWS,
+                             seed: int = AGREEMENT_SEED) -> dict[str, float]:
+    """The chance of each label a run of this sequential design gives (`power.label_chances` for
+    a fixed design).
+
+    Simulated as the runner runs it: block log ratios normal about `log_ratio` with spread `sd`
+    (plus one offset per run of spread `between`), a look after every block from
+    `rule.min_blocks` on, a stop at the first look whose repeated interval decides the comparison
+    or is narrower than `rule.target_rel_width`, else at the cap, and the label read off the
+    final interval at the level the run leaves (`sequential_alpha`), as `analyze` reads it. The
+    comparison is followed alone: in a claim of several the run may go on for the others, which
+    only narrows its final interval. Fixed seed, common random numbers."""
+    first, last = rule.min_blocks, rule.max_blocks
+    rng = np.random.default_rng(seed)
+    offsets = rng.standard_normal((draws, 1)) * between
+    paths = log_ratio + offsets + sd * rng.standard_normal((draws, last))
+    looks = np.arange(first, last + 1)
+    mean = np.cumsum(paths, axis=1)[:, looks - 1] / looks
+    squares = np.cumsum(paths ** 2, axis=1)[:, looks - 1]
+    se = np.sqrt(np.maximum(squares - looks * mean ** 2, 0.0) / (looks - 1) / looks)
+    interim, final = _boundaries(first, last, rule.alpha / family_size)
+
+    def read(i: int, row: int, critical: np.ndarray):
+        low, high = math.exp(mean[row, i] - critical[i] * se[row, i]), math.exp(mean[row, i] + critical[i] * se[row, i])
+        return verdict(comparison.kind, comparison.direction, comparison.published_ratio,
+                       comparison.equivalence_margin, low, high), high / low - 1 if low > 0 else math.inf
+
+    counts: dict[str, int] = {}
+    alive = np.arange(draws)
+    for i in range(len(looks)):
+        going = []
+        for row in alive:
+            decision, width = read(i, row, interim)
+            if decision.word == "inconclusive" and width > rule.target_rel_width and i < len(looks) - 1:
+                going.append(row)
+                continue
+            label = read(i, row, final)[0].label
+            counts[label] = counts.get(label, 0) + 1
+        alive = going
+    return {label: count / draws for label, count in sorted(counts.items(), key=lambda kv: -kv[1])}
 
 
 def should_stop(results: pd.DataFrame, claim: Claim, rule: StopRule, *,
