@@ -52,8 +52,9 @@ def has(cache_key: str | None) -> bool:
 
 
 def restore(server, cache_key: str | None) -> bool:
-    """Copy a cached data directory into a server home that has none yet. True if one was used."""
-    if server.datadir.exists() or not has(cache_key):
+    """Copy a cached data directory into a server home that has none yet. True if one was used.
+    A server without a key (an external one: no data directory of claimlab's) is left alone."""
+    if not has(cache_key) or server.datadir.exists():
         return False
     entry = root() / cache_key
     server.home.mkdir(parents=True, exist_ok=True)
