@@ -181,7 +181,9 @@ def run(exp: Experiment, *, data_root: Path | None = None, work_root: Path | Non
             store.event("reaped_stale_servers", pids=reaped)
         ctx = _Context(exp, store, launcher, store.completed(), manifest.speed_probe)
         total = sum(len(u.conditions) for u in units) * len(exp.workloads) * design.iterations
-        bar = tqdm(total=total, desc=f"{exp.name} [{exp.profile}]", unit="meas",
+        # a sequential design's total (and ETA) is its cap: it usually stops before
+        upto = f", stops when decided, at most {blocks} blocks" if design.sequential else ""
+        bar = tqdm(total=total, desc=f"{exp.name} [{exp.profile}{upto}]", unit="meas",
                    disable=not progress, file=sys.stderr, dynamic_ncols=True)
         bar.update(len(ctx.done))
         ctx.bar = bar
@@ -191,6 +193,8 @@ def run(exp: Experiment, *, data_root: Path | None = None, work_root: Path | Non
                 if unit.block != current_block:
                     current_block = unit.block
                     if should_stop is not None and unit.block >= first_look and _ask(should_stop, store, unit.block):
+                        bar.total = bar.n       # decided: the bar ends full, not at the cap's share
+                        bar.refresh()
                         break
                 outcome.measurements += _run_unit(ctx, unit)
             last = _Phases()
