@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from .claims import Claim
+from .provenance import cpu_label
 from .stats.verdicts import EDGE_FACTOR, EDGE_MARK
 from .store import read_jsonl, read_manifest, read_variables
 
@@ -322,7 +323,7 @@ def method_markdown(run_dir: Path) -> str:
     return (
         f"**Run** `{m['run_id']}` on {run_server(run_dir)} ({m['profile']} profile, {m['status']}), "
         f"started {m['created_at'][:16].replace('T', ' ')} UTC "
-        f"on {host['cpu_model']} ({host['cpu_count']} CPUs, {host['memory_gib']} GiB).\n\n"
+        f"on {cpu_label(host)}, {host['cpu_count']} CPUs, {host['memory_gib']} GiB.\n\n"
         f"- Conditions: {factors}\n"
         f"- Design: {_design_text(d)} (seed {m['seed']}).\n"
         f"- Code: commit `{str(git.get('commit'))[:12]}`{' (uncommitted changes)' if git.get('dirty') else ''}; "

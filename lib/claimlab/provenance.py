@@ -61,18 +61,48 @@ def loadavg() -> list[float]:
     return [round(x, 2) for x in os.getloadavg()]
 
 
-def host_facts() -> dict:
-    cpu_model = None
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu_model = line.split(":", 1)[1].strip()
+def cpu_facts(cpuinfo: str) -> dict:
+    """The processor's identity from /proc/cpuinfo (its first processor). A VM's model name can
+    hide the generation ("AMD EPYC" on both hosts of 2026-11-25, whose scans differed by up to
+    1.4x and whose collation ratios differed by 25%); family, model and stepping do not, and a hash
+    of the feature flags tells instruction-set differences (e.g. AVX-512) apart."""
+    fields: dict[str, str] = {}
+    for line in cpuinfo.splitlines():
+        if not line.strip():
+            if fields:
                 break
+            continue
+        name, _, value = line.partition(":")
+        fields.setdefault(name.strip(), value.strip())
+    flags = fields.get("flags", "").split()
+    return {"vendor": fields.get("vendor_id"), "family": fields.get("cpu family"),
+            "model": fields.get("model"), "stepping": fields.get("stepping"),
+            "microcode": fields.get("microcode"),
+            "flags_sha": _short_hash(" ".join(sorted(flags))) if flags else None}
+
+
+def cpu_label(host: dict) -> str:
+    """A run's processor in words, e.g. "AMD EPYC (AuthenticAMD family 26 model 2 stepping 1)";
+    runs recorded before the family was (2026-11-25) say so."""
+    cpu = host.get("cpu") or {}
+    if not cpu.get("family"):
+        return f"{host.get('cpu_model') or 'an unknown CPU'} (family not recorded)"
+    return (f"{host.get('cpu_model')} ({cpu.get('vendor')} family {cpu['family']} model {cpu.get('model')} "
+            f"stepping {cpu.get('stepping')})")
+
+
+def host_facts() -> dict:
+    try:
+        cpuinfo = Path("/proc/cpuinfo").read_text()
     except OSError:
-        pass
+        cpuinfo = ""
+    cpu = cpu_facts(cpuinfo)
+    cpu_model = next((line.split(":", 1)[1].strip() for line in cpuinfo.splitlines()
+                      if line.startswith("model name")), None)
     return {
         "hostname_hash": _short_hash(platform.node()),  # which machine, without naming it
         "cpu_model": cpu_model,
+        "cpu": cpu,
         "cpu_count": os.cpu_count(),
         "memory_gib": round(psutil.virtual_memory().total / 1024 ** 3, 1),
         "kernel": platform.release(),

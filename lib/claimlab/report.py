@@ -21,6 +21,7 @@ from . import narrative
 from . import params as params_mod
 from .claims import Claim
 from .errors import ClaimlabError
+from .provenance import cpu_label
 from .store import project_root, read_manifest
 
 CLAIM_NOTEBOOK = "claim.ipynb"   # one notebook, parameterized by experiment; outputs named per claim
@@ -304,9 +305,24 @@ def analyze_runs(run_ids: Iterable[str], data_root: Path | None = None, *, accep
         results = pd.concat([r for _, r, *_ in runs], ignore_index=True)
         names = " ".join(path.name for path, *_ in runs)
         table = stats.analyze(results, claim, stop_rule={path.name: rule for path, _, rule, _ in runs}, **options)
+        notes = tuple(note for *_, note in runs if note) + _hardware_note([path for path, *_ in runs])
         out.append(Analysis(names, runs[0][0], results, claim, table.assign(run_id=names),
-                            tuple(note for *_, note in runs if note), tuple(path for path, *_ in runs)))
+                            notes, tuple(path for path, *_ in runs)))
     return out
+
+
+def _hardware_note(paths: list[Path]) -> tuple[str, ...]:
+    """A note when one claim's runs ran on different processors: their spread then includes the
+    hardware's (a ratio can differ by host: C2 on MySQL 1.82 on the host of 2026-11-23/25 and 1.45
+    on a family-26 EPYC), and runs analysed together widen the interval by it."""
+    cpus: dict[str, list[str]] = {}
+    for path in paths:
+        cpus.setdefault(cpu_label(read_manifest(path)["provenance"]["host"]), []).append(path.name)
+    if len(cpus) < 2:
+        return ()
+    return ("runs from " + str(len(cpus)) + " processors: "
+            + "; ".join(f"{cpu}: {len(ids)} run{'s' if len(ids) > 1 else ''}" for cpu, ids in cpus.items())
+            + " (the spread between runs includes the hardware's)",)
 
 
 def runs_markdown(analyses: list[Analysis]) -> str:
@@ -321,7 +337,7 @@ def runs_markdown(analyses: list[Analysis]) -> str:
             origin = "shipped" if run_id in shipped else "a run of this build, not a shipped one"
             when = str(m.get("created_at", ""))[:16].replace("T", " ")
             lines.append(f"- **{a.claim.id}** `{run_id}` on {m.get('default_target') or 'its target'}: {origin}, "
-                         f"{m.get('profile')} profile, measured {when} UTC")
+                         f"{m.get('profile')} profile, measured {when} UTC on {cpu_label(m['provenance']['host'])}")
     every = "the shipped runs (data/published_runs.json)" if shown <= shipped else \
         "runs that are not all shipped ones: verdicts can differ from the shipped full runs"
     return f"This summary reads {every}:\n\n" + "\n".join(lines)
