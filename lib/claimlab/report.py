@@ -320,9 +320,9 @@ def _hardware_note(paths: list[Path]) -> tuple[str, ...]:
         cpus.setdefault(cpu_label(read_manifest(path)["provenance"]["host"]), []).append(path.name)
     if len(cpus) < 2:
         return ()
-    return ("runs from " + str(len(cpus)) + " processors: "
+    return ("runs on processors that differ or were not recorded: "
             + "; ".join(f"{cpu}: {len(ids)} run{'s' if len(ids) > 1 else ''}" for cpu, ids in cpus.items())
-            + " (the spread between runs includes the hardware's)",)
+            + " (the spread between runs may include the hardware's)",)
 
 
 def runs_markdown(analyses: list[Analysis]) -> str:

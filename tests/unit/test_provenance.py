@@ -63,5 +63,6 @@ def test_runs_of_one_claim_on_different_processors_are_noted(tmp_path):
     assert report._hardware_note(same) == ()
     mixed = [_copy_run(runs[0], tmp_path / "b", zen5), _copy_run(runs[1], tmp_path / "b", None)]
     (note,) = report._hardware_note(mixed)
-    assert note.startswith("runs from 2 processors: AMD EPYC (AuthenticAMD family 26 model 2 stepping 1): 1 run")
+    assert note.startswith("runs on processors that differ or were not recorded: "
+                           "AMD EPYC (AuthenticAMD family 26 model 2 stepping 1): 1 run")
     assert "AMD EPYC (family not recorded): 1 run" in note
