@@ -135,6 +135,7 @@ def block_log_ratios(base: pd.DataFrame, treat: pd.DataFrame, strata: list[str],
         sides = [side[keep] for side, keep in zip(sides, fast)]
     b, t = (side.groupby(rounds, sort=True)["_log"].mean().rename(name)
             for side, name in zip(sides, ("b", "t")))
+    side_means = [side.groupby(keys, sort=False)["_log"].mean() for side in sides]   # per block and stratum
     matched = pd.concat([b, t], axis=1, join="inner")
     paired_strata = set(matched.reset_index().groupby(keys).groups) if len(matched) else set()
     strata_rows = []
@@ -148,7 +149,7 @@ def block_log_ratios(base: pd.DataFrame, treat: pd.DataFrame, strata: list[str],
             strata_rows.append((*key, diff.mean(), True, int(both_sides.sum()),
                                 int((has_b ^ has_t).sum())))
         else:
-            strata_rows.append((*key, _side_mean(sides[1], key, keys) - _side_mean(sides[0], key, keys),
+            strata_rows.append((*key, side_means[1].get(key, np.nan) - side_means[0].get(key, np.nan),
                                 key in paired_strata, 0, 0))
     frame = pd.DataFrame(strata_rows, columns=[*keys, "log_ratio", "paired", "n_pairs", "unmatched"])
     frame = frame.dropna(subset=["log_ratio"])
@@ -176,14 +177,6 @@ def fast_state(logs: pd.Series, groups: pd.DataFrame, statistic: str) -> pd.Seri
     if statistic == "near_min":
         return logs <= logs.groupby(columns).transform("min") + np.log1p(FAST_BAND)
     return logs >= logs.groupby(columns).transform("max") - np.log1p(FAST_BAND)
-
-
-def _side_mean(side: pd.DataFrame, key: tuple, keys: list[str]) -> float:
-    """Mean log value of one side's rows in one block and stratum (its geometric mean, logged)."""
-    mask = np.ones(len(side), dtype=bool)
-    for column, value in zip(keys, key):
-        mask &= (side[column] == value).to_numpy()
-    return float(side.loc[mask, "_log"].mean()) if mask.any() else np.nan
 
 
 def block_statistic_rule(statistic: str) -> str:
