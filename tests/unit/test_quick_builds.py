@@ -108,3 +108,24 @@ def test_the_family_26_builds_agree_but_on_one_comparison_and_differ_from_the_ea
         c2 = table[(table["claim"] == "C2") & (table["target"] == "mariadb")]
         blocks = c2["n_blocks"].max()
         assert (c2["stop_rule"].isna().all() and blocks == 12) if name == "V" else (12 <= blocks <= 36), name
+
+
+def test_the_family_26_full_runs_are_whole_intact_and_say_their_processor():
+    # README, "Full runs on the family-26 host": one full run per claim and server, each recording
+    # the processor it ran on; what the README's table says of C2 on MySQL holds
+    listed = json.loads((ROOT / "data" / "full_runs_family26.json").read_text())
+    assert set(listed["runs"]) == set(report.NOTEBOOKS)
+    for experiment, run_ids in listed["runs"].items():
+        targets = set()
+        for run_id in run_ids:
+            path = store.find_run(run_id, ROOT / "data" / "raw")
+            assert store.verify(path) == [], run_id
+            manifest = store.read_manifest(path)
+            assert manifest["profile"] == "full" and manifest["experiment"] == experiment, run_id
+            assert manifest["provenance"]["host"]["cpu"]["family"] == "26", run_id
+            targets.add(manifest["default_target"])
+        assert targets == {"mariadb", "mysql"}, experiment
+    (c2,) = report.analyze_runs(listed["runs"]["collation_cost"], ROOT / "data" / "raw")
+    mysql = c2.table[c2.table["target"] == "mysql"].set_index("comparison")
+    assert 1.30 < mysql.loc["uca_ai_vs_utf8mb3", "estimate"] < 1.33
+    assert mysql.loc["utf8mb4_general_vs_utf8mb3", "verdict_label"] == "contradicted: lower than 0.95"
