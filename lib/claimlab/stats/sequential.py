@@ -120,9 +120,7 @@ def sequential_label_chances(comparison: Comparison, log_ratio: float, sd: float
     offsets = rng.standard_normal((draws, 1)) * between
     paths = log_ratio + offsets + sd * rng.standard_normal((draws, last))
     looks = np.arange(first, last + 1)
-    mean = np.cumsum(paths, axis=1)[:, looks - 1] / looks
-    squares = np.cumsum(paths ** 2, axis=1)[:, looks - 1]
-    se = np.sqrt(np.maximum(squares - looks * mean ** 2, 0.0) / (looks - 1) / looks)
+    mean, se = _running_summary(paths, looks)
     interim, final = _boundaries(first, last, rule.alpha / family_size)
 
     def read(i: int, row: int, critical: np.ndarray):
@@ -253,13 +251,18 @@ def _boundaries(min_blocks: int, max_blocks: int, alpha: float) -> tuple[np.ndar
     return interim, final
 
 
+def _running_summary(paths: np.ndarray, looks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and standard error of each row's first n values, for every n in `looks`."""
+    n = looks.astype(float)
+    mean = np.cumsum(paths, axis=1)[:, looks - 1] / n
+    squares = np.cumsum(paths**2, axis=1)[:, looks - 1]
+    return mean, np.sqrt(np.maximum(squares - n * mean**2, 0.0) / (n - 1) / n)
+
+
 def _paired_t_path(draws: np.ndarray, looks: np.ndarray) -> np.ndarray:
     """|one-sample t| after each look's number of blocks, for rows of null data."""
-    n = looks.astype(float)
-    mean = np.cumsum(draws, axis=1)[:, looks - 1] / n
-    squares = np.cumsum(draws**2, axis=1)[:, looks - 1]
-    variance = (squares - n * mean**2) / (n - 1)
-    return np.abs(mean) / np.sqrt(variance / n)
+    mean, se = _running_summary(draws, looks)
+    return np.abs(mean) / se
 
 
 def _exceeded_by(descending: np.ndarray, count: int) -> float:
