@@ -4,6 +4,8 @@ measuring, or only on the server, the processor and the table?
     python bench/c2_standalone.py                          # MySQL 9.7, 1,000,000 rows, 512M pool
     python bench/c2_standalone.py --rows 200000 --target mariadb
     python bench/c2_standalone.py --restart --per-table-connections
+    python bench/c2_standalone.py --probe 15000      # the harness's speed probe around every scan
+    python bench/c2_standalone.py --schema-per-table  # the harness's layout: a schema per table
 
 One server started in a scratch directory (claimlab's launcher, the params file's target), every
 collation's table loaded into one schema by one connection, then `--rounds` rounds of the bug's
@@ -44,6 +46,12 @@ def main(argv=None) -> int:
     ap.add_argument("--restart", action="store_true", help="restart the server between load and scans")
     ap.add_argument("--per-table-connections", action="store_true",
                     help="scan each table on a connection of its own, as the harness does")
+    ap.add_argument("--schema-per-table", action="store_true",
+                    help="load each table as the harness does: a schema of its own, the table named "
+                         "t_scan, a claimlab_loaded marker table beside it")
+    ap.add_argument("--probe", type=int, default=0, metavar="N",
+                    help="run the harness's speed probe (SELECT BENCHMARK(N, SHA2(...))) on a side "
+                         "connection after every scan, as the harness does (0: none)")
     args = ap.parse_args(argv)
     target = params.load(ROOT / "params" / "collation_cost.yaml", "quick").targets[args.target]
     tables = [*TABLES, (UCA[args.target], "utf8mb4")]
@@ -51,11 +59,11 @@ def main(argv=None) -> int:
         server = Launcher(Path(tmp)).prepare(target, ServerOptions(innodb_buffer_pool_size=args.pool))
         server.start()
         try:
-            _load(server, tables, args.rows)
+            where = _load(server, tables, args.rows, args.schema_per_table)
             if args.restart:
                 server.stop()
                 server.start()
-            times = _scan(server, tables, args.rows, args.rounds, args.per_table_connections)
+            times = _scan(server, where, args.rows, args.rounds, args.per_table_connections, args.probe)
         finally:
             server.stop()
     base = min(times["utf8mb3_general_ci"])
@@ -66,43 +74,58 @@ def main(argv=None) -> int:
     return 0
 
 
-def _load(server, tables, rows: int) -> None:
-    conn = server.connect()
-    cur = conn.cursor()
-    cur.execute("CREATE DATABASE claimlab_standalone")
-    cur.execute("USE claimlab_standalone")
+def _load(server, tables, rows: int, schema_per_table: bool) -> dict[str, tuple[str, str]]:
+    """Load every table; returns each collation's (schema, table)."""
+    where = {collation: (f"claimlab_standalone_{index}" if schema_per_table else "claimlab_standalone",
+                         "t_scan" if schema_per_table else f"t_{collation}")
+             for index, (collation, _) in enumerate(tables)}
     batch = ",".join(["(REPEAT('abc',15))"] * 1000)
     for collation, charset in tables:
-        cur.execute(f"CREATE TABLE t_{collation} (a VARCHAR(50) CHARACTER SET {charset} COLLATE {collation}) "
+        schema, table = where[collation]
+        conn = server.connect()
+        cur = conn.cursor()
+        cur.execute(f"CREATE DATABASE IF NOT EXISTS {schema} DEFAULT CHARACTER SET utf8mb4")
+        cur.execute(f"USE {schema}")
+        cur.execute(f"CREATE TABLE {table} (a VARCHAR(50) CHARACTER SET {charset} COLLATE {collation}) "
                     "ENGINE=InnoDB")
         for _ in range(rows // 1000):
-            cur.execute(f"INSERT INTO t_{collation} VALUES {batch}")
+            cur.execute(f"INSERT INTO {table} VALUES {batch}")
+        if schema_per_table:
+            cur.execute("CREATE TABLE claimlab_loaded (loaded_at TIMESTAMP)")
+            cur.execute("INSERT INTO claimlab_loaded VALUES (NOW())")
         conn.commit()
-    conn.close()
+        conn.close()
+    return where
 
 
-def _scan(server, tables, rows: int, rounds: int, per_table: bool) -> dict[str, list[float]]:
-    conns = [server.connect() for _ in (tables if per_table else tables[:1])]
-    cursors = {}
-    for index, (collation, _) in enumerate(tables):
-        cursors[collation] = conns[index if per_table else 0].cursor()
-        cursors[collation].execute("USE claimlab_standalone")
-    times: dict[str, list[float]] = {collation: [] for collation, _ in tables}
+def _scan(server, where: dict[str, tuple[str, str]], rows: int, rounds: int, per_table: bool,
+          probe_n: int) -> dict[str, list[float]]:
+    from claimlab import witness
+    probe = witness.SpeedProbe(server, probe_n) if probe_n else None
+    collations = list(where)
+    conns = [server.connect() for _ in (collations if per_table else collations[:1])]
+    cursors = {collation: conns[index if per_table else 0].cursor() for index, collation in enumerate(collations)}
+    times: dict[str, list[float]] = {collation: [] for collation in collations}
     for round_ in range(rounds):
-        order = list(tables)
+        order = list(collations)
         random.Random(round_).shuffle(order)
-        for collation, _ in order:
+        for collation in order:
             cur = cursors[collation]
+            schema, table = where[collation]
             start = time.perf_counter()
-            cur.execute(QUERY.format(table=f"t_{collation}"))
+            cur.execute(QUERY.format(table=f"{schema}.{table}"))
             (count,), = cur.fetchall()
             elapsed = time.perf_counter() - start
+            if probe is not None:
+                probe.time()
             if count != rows:
-                raise SystemExit(f"c2_standalone: t_{collation} matched {count} rows, expected {rows}")
+                raise SystemExit(f"c2_standalone: {schema}.{table} matched {count} rows, expected {rows}")
             if round_ >= 3:
                 times[collation].append(elapsed / rows * 1e9)
     for conn in conns:
         conn.close()
+    if probe is not None:
+        probe.close()
     return times
 
 
