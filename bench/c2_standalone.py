@@ -6,6 +6,7 @@ measuring, or only on the server, the processor and the table?
     python bench/c2_standalone.py --restart --per-table-connections
     python bench/c2_standalone.py --probe 15000      # the harness's speed probe around every scan
     python bench/c2_standalone.py --schema-per-table  # the harness's layout: a schema per table
+    python bench/c2_standalone.py --meter             # the harness's resource snapshots around every scan
 
 One server started in a scratch directory (claimlab's launcher, the params file's target), every
 collation's table loaded into one schema by one connection, then `--rounds` rounds of the bug's
@@ -49,6 +50,8 @@ def main(argv=None) -> int:
     ap.add_argument("--schema-per-table", action="store_true",
                     help="load each table as the harness does: a schema of its own, the table named "
                          "t_scan, a claimlab_loaded marker table beside it")
+    ap.add_argument("--meter", action="store_true",
+                    help="take the harness's resource snapshots (accounting.Meter) around every scan")
     ap.add_argument("--probe", type=int, default=0, metavar="N",
                     help="run the harness's speed probe (SELECT BENCHMARK(N, SHA2(...))) on a side "
                          "connection after every scan, as the harness does (0: none)")
@@ -63,7 +66,8 @@ def main(argv=None) -> int:
             if args.restart:
                 server.stop()
                 server.start()
-            times = _scan(server, where, args.rows, args.rounds, args.per_table_connections, args.probe)
+            times = _scan(server, where, args.rows, args.rounds, args.per_table_connections, args.probe,
+                          args.meter)
         finally:
             server.stop()
     base = min(times["utf8mb3_general_ci"])
@@ -99,9 +103,10 @@ def _load(server, tables, rows: int, schema_per_table: bool) -> dict[str, tuple[
 
 
 def _scan(server, where: dict[str, tuple[str, str]], rows: int, rounds: int, per_table: bool,
-          probe_n: int) -> dict[str, list[float]]:
-    from claimlab import witness
+          probe_n: int, metered: bool) -> dict[str, list[float]]:
+    from claimlab import accounting, witness
     probe = witness.SpeedProbe(server, probe_n) if probe_n else None
+    meter = accounting.Meter(server) if metered else None
     collations = list(where)
     conns = [server.connect() for _ in (collations if per_table else collations[:1])]
     cursors = {collation: conns[index if per_table else 0].cursor() for index, collation in enumerate(collations)}
@@ -112,10 +117,14 @@ def _scan(server, where: dict[str, tuple[str, str]], rows: int, rounds: int, per
         for collation in order:
             cur = cursors[collation]
             schema, table = where[collation]
+            if meter is not None:
+                meter.start()
             start = time.perf_counter()
             cur.execute(QUERY.format(table=f"{schema}.{table}"))
             (count,), = cur.fetchall()
             elapsed = time.perf_counter() - start
+            if meter is not None:
+                meter.stop()
             if probe is not None:
                 probe.time()
             if count != rows:
@@ -124,8 +133,9 @@ def _scan(server, where: dict[str, tuple[str, str]], rows: int, rounds: int, per
                 times[collation].append(elapsed / rows * 1e9)
     for conn in conns:
         conn.close()
-    if probe is not None:
-        probe.close()
+    for closing in (probe, meter):
+        if closing is not None:
+            closing.close()
     return times
 
 

@@ -11,7 +11,7 @@ import pytest
 from conftest import bench_module
 
 
-@pytest.mark.parametrize("options", [[], ["--restart", "--per-table-connections", "--probe", "5",
+@pytest.mark.parametrize("options", [[], ["--restart", "--per-table-connections", "--probe", "5", "--meter",
                                           "--schema-per-table"]])
 def test_standalone_scan_prints_every_collation_against_utf8mb3(capsys, mariadbd, options):
     assert bench_module("c2_standalone").main(["--target", "mariadb", "--rows", "2000", "--rounds", "5",
