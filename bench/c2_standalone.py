@@ -7,6 +7,7 @@ measuring, or only on the server, the processor and the table?
     python bench/c2_standalone.py --probe 15000      # the harness's speed probe around every scan
     python bench/c2_standalone.py --schema-per-table  # the harness's layout: a schema per table
     python bench/c2_standalone.py --meter             # the harness's resource snapshots around every scan
+    python bench/c2_standalone.py --schema-per-table --session   # its sessions: default schema, DO 0
 
 One server started in a scratch directory (claimlab's launcher, the params file's target), every
 collation's table loaded into one schema by one connection, then `--rounds` rounds of the bug's
@@ -50,6 +51,10 @@ def main(argv=None) -> int:
     ap.add_argument("--schema-per-table", action="store_true",
                     help="load each table as the harness does: a schema of its own, the table named "
                          "t_scan, a claimlab_loaded marker table beside it")
+    ap.add_argument("--session", action="store_true",
+                    help="scan as the harness's sessions do: each table's connection has its schema as "
+                         "default database, names the table unqualified, and times DO 0 after each scan "
+                         "(implies --per-table-connections)")
     ap.add_argument("--meter", action="store_true",
                     help="take the harness's resource snapshots (accounting.Meter) around every scan")
     ap.add_argument("--probe", type=int, default=0, metavar="N",
@@ -66,8 +71,8 @@ def main(argv=None) -> int:
             if args.restart:
                 server.stop()
                 server.start()
-            times = _scan(server, where, args.rows, args.rounds, args.per_table_connections, args.probe,
-                          args.meter)
+            times = _scan(server, where, args.rows, args.rounds, args.per_table_connections or args.session,
+                          args.probe, args.meter, args.session)
         finally:
             server.stop()
     base = min(times["utf8mb3_general_ci"])
@@ -103,12 +108,13 @@ def _load(server, tables, rows: int, schema_per_table: bool) -> dict[str, tuple[
 
 
 def _scan(server, where: dict[str, tuple[str, str]], rows: int, rounds: int, per_table: bool,
-          probe_n: int, metered: bool) -> dict[str, list[float]]:
+          probe_n: int, metered: bool, session: bool = False) -> dict[str, list[float]]:
     from claimlab import accounting, witness
     probe = witness.SpeedProbe(server, probe_n) if probe_n else None
     meter = accounting.Meter(server) if metered else None
     collations = list(where)
-    conns = [server.connect() for _ in (collations if per_table else collations[:1])]
+    conns = [server.connect(**({"database": where[collation][0]} if session else {}))
+             for collation in (collations if per_table else collations[:1])]
     cursors = {collation: conns[index if per_table else 0].cursor() for index, collation in enumerate(collations)}
     times: dict[str, list[float]] = {collation: [] for collation in collations}
     for round_ in range(rounds):
@@ -120,9 +126,11 @@ def _scan(server, where: dict[str, tuple[str, str]], rows: int, rounds: int, per
             if meter is not None:
                 meter.start()
             start = time.perf_counter()
-            cur.execute(QUERY.format(table=f"{schema}.{table}"))
+            cur.execute(QUERY.format(table=table if session else f"{schema}.{table}"))
             (count,), = cur.fetchall()
             elapsed = time.perf_counter() - start
+            if session:
+                cur.execute("DO 0")
             if meter is not None:
                 meter.stop()
             if probe is not None:

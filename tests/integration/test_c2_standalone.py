@@ -11,8 +11,10 @@ import pytest
 from conftest import bench_module
 
 
-@pytest.mark.parametrize("options", [[], ["--restart", "--per-table-connections", "--probe", "5", "--meter",
-                                          "--schema-per-table"]])
+HARNESS_LIKE = ["--restart", "--per-table-connections", "--probe", "5", "--meter", "--session", "--schema-per-table"]
+
+
+@pytest.mark.parametrize("options", [[], HARNESS_LIKE])
 def test_standalone_scan_prints_every_collation_against_utf8mb3(capsys, mariadbd, options):
     assert bench_module("c2_standalone").main(["--target", "mariadb", "--rows", "2000", "--rounds", "5",
                                                 *options]) == 0
