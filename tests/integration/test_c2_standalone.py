@@ -10,7 +10,6 @@ import pytest
 
 from conftest import bench_module
 
-
 HARNESS_LIKE = ["--restart", "--per-table-connections", "--probe", "5", "--meter", "--session", "--schema-per-table"]
 
 
