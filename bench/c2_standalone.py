@@ -14,10 +14,11 @@ collation's table loaded into one schema by one connection, then `--rounds` roun
 query on every table in a random order per round (seeded), none of claimlab's meters, probes or
 cached data directories. Prints nanoseconds per row (the fastest and the lower quartile of the
 rounds after the first three) and each collation's ratio to utf8mb3_general_ci. Written on
-2026-11-25, when the family-26 host's harness runs read MySQL 9.7's utf8mb4_general/utf8mb3 at
-0.91 and 0900_ai_ci/utf8mb3 at 1.31 with 400,000 and 1,000,000 rows (README, "The quick tables'
-size"), and this script read 0.99-1.00 and 1.44-1.46 at 1,000,000: the cause lies in the
-harness's set-up, not (only) in the table's size.
+2026-11-25, when the family-26 host's harness runs of 20:13-20:19 read MySQL 9.7's
+utf8mb4_general/utf8mb3 at 0.91 and 0900_ai_ci/utf8mb3 at 1.31 with 400,000 and 1,000,000 rows,
+and this script read 0.99-1.00 and 1.42-1.46 later, with each of the harness's differences and all
+together. It was the machine, not the harness: the same harness run at 22:22 read 0.999 and 1.44
+(README, "For half an hour, one MySQL ratio moved by 9%").
 """
 
 from __future__ import annotations
