@@ -5,7 +5,8 @@
 
 Measured time is the sum of the measured spans (their start/end stamps; the levels of an interleaved
 burst share one). The rest is split
-into server start (including reading back its variables), load, warm-up, the speed probes (and
+into server start (including reading back its variables), load, warm-up, the wait for a
+sequential look (what of it the start and warm-up did not cover), the speed probes (and
 their calibration), the quiet check, stop, saving a loaded data directory to the cache, the gaps
 between measurements (resource snapshots, storing a row and its fsync) and everything else
 (planning, provenance, cleanup). The witness's cost is also given as a share of measured time.
@@ -76,7 +77,7 @@ def _probe_seconds(df: pd.DataFrame, spans: list[str]) -> float:
     return total
 
 
-PHASES = ("start_s", "prepare_s", "warmup_s", "probe_s", "quiet_s", "stop_s", "cache_s")
+PHASES = ("start_s", "prepare_s", "warmup_s", "look_s", "probe_s", "quiet_s", "stop_s", "cache_s")
 
 
 def main(argv=None) -> int:

@@ -3,7 +3,7 @@ servers started together), load, warm up, measure, store.
 
 The runner owns the order of events and the handling of faults; it computes no statistics. With
 a sequential design the caller passes `should_stop(run_path) -> bool | (bool, reason)`, asked
-after every complete block.
+after every complete block (in a thread, while the next block's servers start and warm up).
 
 Faults: a server that dies (ServerGone) or does not start (ServerStartError) is retried on a new
 server process, up to `max_attempts` starts per unit; those can pass on a second try. Everything
@@ -192,11 +192,14 @@ def run(exp: Experiment, *, data_root: Path | None = None, work_root: Path | Non
             for unit in units:
                 if unit.block != current_block:
                     current_block = unit.block
-                    if should_stop is not None and unit.block >= first_look and _ask(should_stop, store, unit.block):
-                        bar.total = bar.n       # decided: the bar ends full, not at the cap's share
-                        bar.refresh()
-                        break
+                    if should_stop is not None and unit.block >= first_look:
+                        ctx.look = _Look(should_stop, store, unit.block)
                 outcome.measurements += _run_unit(ctx, unit)
+                if ctx.look is not None and ctx.look.stop():
+                    bar.total = bar.n       # decided: the bar ends full, not at the cap's share
+                    bar.refresh()
+                    break
+                ctx.look = None
             last = _Phases()
             ctx.finish_stops(last)
             store.event("last_stop", phases={k: v for k, v in last.rounded().items() if v})
@@ -212,6 +215,8 @@ def run(exp: Experiment, *, data_root: Path | None = None, work_root: Path | Non
         raise
     finally:
         if ctx is not None:
+            if ctx.look is not None:
+                ctx.look.abandon()
             stop_all([proc.server for s in ctx.stopping for proc in s.procs])   # failed: nothing saved
         if bar is not None:
             bar.close()
@@ -297,11 +302,37 @@ def _design_dict(exp: Experiment) -> dict:
     return out
 
 
-def _ask(should_stop, store: RunStore, blocks_done: int) -> bool:
-    answer = should_stop(store.path)
-    stop, reason = answer if isinstance(answer, tuple) else (bool(answer), None)
-    store.event("sequential", blocks=blocks_done, stop=bool(stop), reason=reason)
-    return bool(stop)
+class _Look:
+    """A sequential look (`should_stop(run_path)`), taken in a thread while the next block's
+    servers start and warm up, and settled before anything of that block is measured: the
+    callback reads results.csv, to which nothing is appended meanwhile. A look reads and
+    analyses the whole run (0.2 s and more), which the block no longer waits for in full."""
+
+    def __init__(self, should_stop, store: RunStore, blocks_done: int):
+        self.store, self.blocks_done = store, blocks_done
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="claimlab-look")
+        self._future = self._pool.submit(should_stop, store.path)
+        self._stop: bool | None = None
+
+    def stop(self) -> bool:
+        """The answer (waited for once, then recorded): whether the run is decided."""
+        if self._stop is None:
+            try:
+                answer = self._future.result()
+            finally:
+                self._pool.shutdown()
+            stop, reason = answer if isinstance(answer, tuple) else (bool(answer), None)
+            self.store.event("sequential", blocks=self.blocks_done, stop=bool(stop), reason=reason)
+            self._stop = bool(stop)
+        return self._stop
+
+    def abandon(self) -> None:
+        """The run ends another way (a failure, an interrupt): its answer is no longer needed."""
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+class _Decided(Exception):
+    """The block's look decided the run while the block's servers were starting: measure nothing."""
 
 
 @dataclass
@@ -314,6 +345,8 @@ class _Context:
     bar: object = None
     stopping: list = field(default_factory=list)   # _Stopping: units whose servers are shutting down
     slots: dict = field(default_factory=dict)      # cell -> the data directory slot it used last
+    look: _Look | None = None                      # the sequential look this block settles first
+    window: accounting.LoadWindow | None = None    # the quiet check's, opened as the last unit ended
 
     def stopping_homes(self) -> set[Path]:
         return {proc.server.home for s in self.stopping for proc in s.procs if hasattr(proc.server, "home")}
@@ -405,8 +438,9 @@ def _run_unit(ctx: _Context, unit: Unit) -> int:
             procs[c0.cell] = _Process(group, server, cache_key, slot=slot)
         load_before = provenance.loadavg()
         started = now()
-        # the first quiet check reads the start and warm-up; servers still shutting down are ours
-        window = accounting.LoadWindow(ctx.stopping_pids())
+        # the first quiet check reads from the end of the last unit's measurements (or from here):
+        # the shutdown, the look, the start and the warm-up; servers still shutting down are ours
+        window, ctx.window = ctx.window or accounting.LoadWindow(ctx.stopping_pids()), None
         try:
             _start_all(procs.values())
             for proc in procs.values():
@@ -424,15 +458,23 @@ def _run_unit(ctx: _Context, unit: Unit) -> int:
             phases.lap("start_s")
             for index in range(len(exp.workloads)):
                 stored += _run_workload(ctx, unit, index, procs, attempt, phases, window if index == 0 else None)
+            ctx.window = accounting.LoadWindow([proc.server.pid for proc in procs.values()])
             for proc in procs.values():
                 proc.close_sessions()   # before the shutdown, which waits for open sessions
                 proc.server.request_stop()
-            ctx.stopping.append(_Stopping(unit.seq, list(procs.values()),
-                                          save=phases.totals["prepare_s"] >= datacache.MIN_LOAD_S))
+            # worth keeping: what making the data directory took, initialised (3 s and more on
+            # MySQL, whose cached copy also lets the next start skip the wait for this one's
+            # shutdown, see `_slot`) and loaded
+            made = phases.totals["prepare_s"] + max(getattr(p.server, "initialise_s", 0.0) for p in procs.values())
+            ctx.stopping.append(_Stopping(unit.seq, list(procs.values()), save=made >= datacache.MIN_LOAD_S))
             handed_over = True
             phases.lap("stop_s")
             store.event("unit_done", seq=unit.seq, cell=unit.cell, repetition=unit.repetition,
                         attempt=attempt, loadavg_after=provenance.loadavg(), phases=phases.rounded())
+            return stored
+        except _Decided:
+            store.event("unit_not_measured", seq=unit.seq, cell=unit.cell, repetition=unit.repetition,
+                        attempt=attempt, reason="the sequential look decided while its servers started")
             return stored
         except SettingsMismatch:
             raise
@@ -532,6 +574,9 @@ def _run_workload(ctx: _Context, unit: Unit, index: int, procs: dict, attempt: i
         store.event("warmup", seq=unit.seq, workload=exp.workloads[index].name, measurements=len(warm),
                     seconds=round(sum(warm), 4))
         phases.lap("warmup_s")
+        if ctx.look is not None and ctx.look.stop():
+            raise _Decided
+        phases.lap("look_s")
         ctx.finish_stops(phases)   # the previous unit's servers are gone before anything is measured
         for proc in procs.values():
             if proc.probe is None:
@@ -598,12 +643,12 @@ def _probe(ctx: _Context, server, typical_s: float | None) -> witness.SpeedProbe
 
 
 class _Phases:
-    """Wall time per phase of a unit (start, load, warm-up, probe, quiet check, measured, stop,
-    saving the loaded data directory)."""
+    """Wall time per phase of a unit (start, load, warm-up, waiting for the sequential look, probe,
+    quiet check, measured, stop, saving the loaded data directory)."""
 
     def __init__(self):
-        self.totals = dict.fromkeys(("start_s", "prepare_s", "warmup_s", "probe_s", "quiet_s", "measure_s",
-                                     "stop_s", "cache_s"), 0.0)
+        self.totals = dict.fromkeys(("start_s", "prepare_s", "warmup_s", "look_s", "probe_s", "quiet_s",
+                                     "measure_s", "stop_s", "cache_s"), 0.0)
         self._clock = time.monotonic()
 
     def lap(self, phase: str) -> None:

@@ -255,6 +255,33 @@ def test_sequential_design_stops_when_the_claim_is_decided(tmp_path, write_param
     assert StopRule.of_manifest(read_manifest(outcome.path)).max_blocks == 8
 
 
+def test_a_look_runs_beside_the_next_start_and_sees_complete_blocks_only(tmp_path, write_params, mariadbd):
+    # The look is taken in a thread while the next block's first server starts; it must see every
+    # complete block and nothing of the one starting, and a "stop" must leave that block unmeasured.
+    text = EXP.format(rows=50, iterations=2).replace(
+        "max_attempts: 3}", "max_attempts: 3, sequential: {min_blocks: 2, max_blocks: 6, target_rel_width: 0.5}}")
+    exp = params.load(write_params(text, name="binlog_default"))
+    seen = []
+
+    def should_stop(run_path):
+        time.sleep(0.3)    # longer than a MariaDB start: the next block's server is up before the answer
+        seen.append(sorted(read_results(run_path)["repetition"].unique()))
+        return len(seen) == 2, "scripted"
+
+    outcome = runner.run(exp, data_root=tmp_path / "raw", work_root=tmp_path / "work", progress=False,
+                         should_stop=should_stop)
+    assert outcome.status == "complete"
+    assert seen == [[0, 1], [0, 1, 2]]
+    events = _events(outcome.path)
+    assert [(e["blocks"], e["stop"]) for e in events if e["event"] == "sequential"] == [(2, False), (3, True)]
+    _assert_one_row_per_measurement(read_results(outcome.path), 3 * 2 * 2)
+    (unused,) = [e for e in events if e["event"] == "unit_not_measured"]
+    assert unused["repetition"] == 3
+    assert len(_server_pids(outcome.path)) == 3 * 2 + 1
+    assert not any(pid_alive(p) for p in _server_pids(outcome.path))
+    assert all("look_s" in e["phases"] for e in events if e["event"] == "unit_done")
+
+
 def test_two_runs_at_once_do_not_collide(tmp_path, write_params, mariadbd):
     path = write_params(EXP.format(rows=200, iterations=2))
     procs = [_start_cli_run(path, tmp_path) for _ in range(2)]

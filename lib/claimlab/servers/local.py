@@ -198,6 +198,7 @@ class LocalServer(Server):
         self._stopping = False
         self.sockdir: str | None = None
         self.password: str | None = None
+        self.initialise_s = 0.0     # what initialising the data directory took in the last start (0: none)
 
     @property
     def flavor(self) -> Flavor:
@@ -210,9 +211,12 @@ class LocalServer(Server):
         # Unix sockets have a 108-byte path limit: keep the socket in a short private directory.
         self.sockdir = tempfile.mkdtemp(prefix=SOCKET_DIR_PREFIX)
         self.cnf.write_text(self._option_file())
+        self.initialise_s = 0.0
         try:
             if not (self.datadir / "mysql").is_dir():
+                began = time.monotonic()
                 self._initialise()
+                self.initialise_s = time.monotonic() - began
         except BaseException:
             self._cleanup_sockdir()
             raise
