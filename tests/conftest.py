@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 
@@ -14,6 +15,17 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).parent / "fixtures"
+
+# Loaded data directories the tests make are kept for the session only, not in the user's cache
+# (MySQL's run to hundreds of megabytes each); subprocesses inherit the variable.
+_DATADIRS = None if os.environ.get("CLAIMLAB_DATADIRS") else tempfile.mkdtemp(prefix="claimlab-test-datadirs-")
+if _DATADIRS:
+    os.environ["CLAIMLAB_DATADIRS"] = _DATADIRS
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if _DATADIRS:
+        shutil.rmtree(_DATADIRS, ignore_errors=True)
 
 
 def pytest_collection_modifyitems(config, items):

@@ -28,7 +28,9 @@ FORMAT = 1                       # bump when what a key covers changes
 
 
 def root() -> Path:
-    return cache_dir() / "datadirs"
+    """`CLAIMLAB_DATADIRS` if set (the test suite keeps its own, removed after the session), else
+    the claimlab cache's `datadirs`."""
+    return Path(os.environ["CLAIMLAB_DATADIRS"]) if os.environ.get("CLAIMLAB_DATADIRS") else cache_dir() / "datadirs"
 
 
 def key(server, schemas: list[str]) -> str | None:

@@ -16,6 +16,7 @@ design: {repetitions: 2, warmup: 1, iterations: 2}
 
 def test_second_run_starts_from_the_cached_load(tmp_path, write_params, mariadbd, monkeypatch):
     monkeypatch.setenv("CLAIMLAB_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("CLAIMLAB_DATADIRS")             # the suite's own; here the cache's default place
     monkeypatch.setattr(datacache, "MIN_LOAD_S", 0.0)   # the test's load is tiny
     path = write_params(EXP.replace("ROWS", "500"))
 
