@@ -20,6 +20,9 @@ from conftest import ROOT, bench_module
 # 2026-11-25 19:20-21:08 with C2 and C3 sequential on MariaDB (README, "A second host").
 EARLIER_HOST = ["I", "J", "K", "L", "M", "N", "Q", "V"]
 FAMILY_26 = ["X", "Y", "Z", "AA"]
+# The same host, 2026-11-25 23:04-23:36: C2's quick tables at 400,000 rows, the look beside the
+# next start, MySQL's data directories cached (README, "Less around the measurement")
+ROWS_400K = ["AB", "AC", "AD", "AE"]
 
 
 def test_every_shipped_quick_build_is_whole_and_intact():
@@ -145,3 +148,24 @@ def test_the_family_26_full_runs_are_whole_intact_and_say_their_processor():
     (both,) = report.analyze_runs([listed["runs"]["collation_cost"][1], rerun_id], ROOT / "data" / "raw")
     general = both.table.set_index("comparison").loc["utf8mb4_general_vs_utf8mb3"]
     assert general["n_runs"] == 2 and general["verdict"] == "inconclusive"
+
+
+def test_the_400k_builds_agree_on_every_verdict_and_their_c2_main_estimates_within_3_percent(capsys):
+    # README, "Less around the measurement": six pairs, 108 of 108 verdicts alike; the only label
+    # that differs is C4's size on MySQL, marked near the published 2.85; C2's main comparison and
+    # utf8mb4_general/utf8mb3 within 1.2% over the four builds on both servers; unicode/general moved
+    # by more than 3%: 3.4% on MySQL, 8% on MariaDB (AB 1.060, AC-AE 1.133-1.147)
+    precision = bench_module("precision")
+    assert precision.main(["--builds", *ROWS_400K]) == 0
+    out = capsys.readouterr().out
+    assert "all 6 pairs: same verdict 108 of 108, same label 104" in out
+    assert out.count("C4 binlog_on_vs_off mysql:") == 1 and "C2 " not in out.split("How often")[0].split("pairs:")[1]
+    tables = {name: precision.table(dirs) for name, dirs in precision.build_runs(ROWS_400K, None).items()}
+    c2 = pd.concat([table.assign(build=name) for name, table in tables.items()])
+    c2 = c2[c2["claim"] == "C2"].pivot_table(index=["comparison", "target"], columns="build", values="estimate")
+    spread = c2.max(axis=1) / c2.min(axis=1) - 1
+    assert (spread.drop("unicode_vs_general", level="comparison") < 0.012).all(), spread
+    assert 0.03 < spread[("unicode_vs_general", "mysql")] < 0.04
+    assert spread[("unicode_vs_general", "mariadb")] > 0.06
+    unicode = c2.loc[("unicode_vs_general", "mariadb")]
+    assert unicode["AB"] < 1.07 < unicode.drop("AB").min()
