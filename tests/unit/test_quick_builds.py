@@ -169,3 +169,21 @@ def test_the_400k_builds_agree_on_every_verdict_and_their_c2_main_estimates_with
     assert spread[("unicode_vs_general", "mariadb")] > 0.06
     unicode = c2.loc[("unicode_vs_general", "mariadb")]
     assert unicode["AB"] < 1.07 < unicode.drop("AB").min()
+
+
+def test_c2s_unicode_level_moved_with_the_hour_not_with_the_tables_size():
+    # README, "The quick table's size": alternated at 23:53-23:57, both sizes read MariaDB's
+    # unicode/general at 1.136-1.157, where 200,000-row runs had read 1.05-1.07 until 22:43
+    listed = json.loads((ROOT / "data" / "c2_sizes_family26.json").read_text())
+    unicode = {}
+    for rows, run_ids in listed["runs"].items():
+        for run_id in run_ids:
+            path = store.find_run(run_id, ROOT / "data" / "raw")
+            assert store.verify(path) == [], run_id
+            manifest = store.read_manifest(path)
+            assert manifest["conditions"][0]["workloads"]["varchar_scan"]["rows"] == int(rows), run_id
+            (c2,) = report.analyze_runs([run_id], ROOT / "data" / "raw")
+            table = c2.table[c2.table["target"] == "mariadb"].set_index("comparison")
+            unicode.setdefault(rows, []).append(table.loc["unicode_vs_general", "estimate"])
+    assert all(1.13 < value < 1.16 for values in unicode.values() for value in values), unicode
+    assert abs(sum(unicode["400000"]) / 3 / (sum(unicode["200000"]) / 3) - 1) < 0.02, unicode
