@@ -3,6 +3,9 @@ workload's own work, and the witness's cost stays under the issue's 5% of it."""
 
 from __future__ import annotations
 
+import json
+
+import pandas as pd
 import pytest
 
 from claimlab.store import find_run, read_results
@@ -46,9 +49,6 @@ def test_every_claim_of_the_400k_builds_keeps_its_overhead_under_a_quarter_with_
     """README, "Less around the measurement": builds AD and AE (the committed code, the data
     directory cache warm) read every claim at or under the issue's 25%; AB, the first build after
     the change, paid its loads and cache copies once (C2 and C3 over 25%)."""
-    import json
-
-    import pandas as pd
     builds = json.loads((ROOT / "data" / "quick_builds.json").read_text())
     per_claim = bench_module("overhead").per_claim
 

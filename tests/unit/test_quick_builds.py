@@ -25,6 +25,16 @@ FAMILY_26 = ["X", "Y", "Z", "AA"]
 ROWS_400K = ["AB", "AC", "AD", "AE"]
 
 
+RAW = ROOT / "data" / "raw"
+
+
+def _shipped(run_id: str) -> dict:
+    """A shipped run's manifest, once its checksums are seen to match it."""
+    path = store.find_run(run_id, RAW)
+    assert store.verify(path) == [], run_id
+    return store.read_manifest(path)
+
+
 def test_every_shipped_quick_build_is_whole_and_intact():
     builds = json.loads((ROOT / "data" / "quick_builds.json").read_text())
     assert builds, "data/quick_builds.json lists no build"
@@ -33,9 +43,7 @@ def test_every_shipped_quick_build_is_whole_and_intact():
         assert set(build) == {"made", "runs"}, name
         cells = set()
         for run_id in build["runs"]:
-            path = store.find_run(run_id, ROOT / "data" / "raw")
-            assert store.verify(path) == [], (name, run_id)          # checksums match the manifest
-            manifest = store.read_manifest(path)
+            manifest = _shipped(run_id)
             assert manifest["profile"] == "quick", (name, run_id)
             cells.add((manifest["experiment"], manifest["default_target"]))
         assert cells == {(e, t) for e in experiments for t in ("mariadb", "mysql")}, name
@@ -123,9 +131,7 @@ def test_the_family_26_full_runs_are_whole_intact_and_say_their_processor():
     for experiment, run_ids in listed["runs"].items():
         targets = set()
         for run_id in run_ids:
-            path = store.find_run(run_id, ROOT / "data" / "raw")
-            assert store.verify(path) == [], run_id
-            manifest = store.read_manifest(path)
+            manifest = _shipped(run_id)
             assert manifest["profile"] == "full" and manifest["experiment"] == experiment, run_id
             assert manifest["provenance"]["host"]["cpu"]["family"] == "26", run_id
             targets.add(manifest["default_target"])
@@ -135,10 +141,7 @@ def test_the_family_26_full_runs_are_whole_intact_and_say_their_processor():
     assert 1.30 < mysql.loc["uca_ai_vs_utf8mb3", "estimate"] < 1.33
     assert mysql.loc["utf8mb4_general_vs_utf8mb3", "verdict_label"] == "contradicted: lower than 0.95"
     (rerun_id,) = listed["rerun"]["runs"]["collation_cost"]
-    rerun_path = store.find_run(rerun_id, ROOT / "data" / "raw")
-    assert store.verify(rerun_path) == []
-    first_path = store.find_run(listed["runs"]["collation_cost"][1], ROOT / "data" / "raw")
-    cpu = [store.read_manifest(path)["provenance"]["host"]["cpu"] for path in (first_path, rerun_path)]
+    cpu = [_shipped(run_id)["provenance"]["host"]["cpu"] for run_id in (listed["runs"]["collation_cost"][1], rerun_id)]
     assert cpu[0] == cpu[1]
     (again,) = report.analyze_runs([rerun_id], ROOT / "data" / "raw")
     again = again.table.set_index("comparison")
@@ -178,9 +181,7 @@ def test_c2s_unicode_level_moved_with_the_hour_not_with_the_tables_size():
     unicode = {}
     for rows, run_ids in listed["runs"].items():
         for run_id in run_ids:
-            path = store.find_run(run_id, ROOT / "data" / "raw")
-            assert store.verify(path) == [], run_id
-            manifest = store.read_manifest(path)
+            manifest = _shipped(run_id)
             assert manifest["conditions"][0]["workloads"]["varchar_scan"]["rows"] == int(rows), run_id
             (c2,) = report.analyze_runs([run_id], ROOT / "data" / "raw")
             table = c2.table[c2.table["target"] == "mariadb"].set_index("comparison")
@@ -199,7 +200,7 @@ def test_a_second_set_of_full_runs_on_the_family_26_host_agrees_but_on_three_c2_
     second = [r for runs in listed["second"]["runs"].values() for r in runs]
     for experiment, run_ids in listed["second"]["runs"].items():
         for run_id in run_ids:
-            manifest = store.read_manifest(store.find_run(run_id, ROOT / "data" / "raw"))
+            manifest = _shipped(run_id)
             assert manifest["profile"] == "full" and manifest["experiment"] == experiment, run_id
             assert manifest["provenance"]["git"]["dirty"] is False, run_id
     precision = bench_module("precision")
