@@ -37,6 +37,19 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--target", metavar="NAME", help="the target for conditions that pick none "
                                                     "(default: design.target, else the first target)")
 
+    pp = sub.add_parser("prepare", help="load the experiments' tables into the data-directory cache",
+                        description="Initialise and load every cell's data directory of PARAMS (default: every "
+                                    "file in params/) for each target that can run here, and keep it in the "
+                                    "cache (CLAIMLAB_DATADIRS, default ~/.cache/claimlab/datadirs) so that runs "
+                                    "start from a copy. `claimlab report` does this before its runs. Directories "
+                                    "already cached are left alone.")
+    pp.add_argument("params", nargs="*", help="names or paths (default: every file in params/)")
+    pp.add_argument("--profile", default="quick", choices=params_mod.PROFILES,
+                    help="the profile whose tables to load (default quick)")
+    pp.add_argument("--target", nargs="+", metavar="NAME", dest="targets",
+                    help="only these targets (default: every target a file declares)")
+    pp.add_argument("--work", type=Path, metavar="DIR", help="scratch space (default work/)")
+
     v = sub.add_parser("validate", help="check params files without running anything",
                        description="Load every profile of each params file and report the first error.")
     v.add_argument("params", nargs="*", help="names or paths (default: every file in params/)")
@@ -216,6 +229,22 @@ def cmd_validate(args) -> int:
             for profile in params_mod.PROFILES:
                 conditions(params_mod.load(path, profile))   # every combination of levels, too
         print(f"ok: {path}")
+    return 0
+
+
+def cmd_prepare(args) -> int:
+    from .preload import preload
+    from .report import per_target
+    def say(line: str) -> None:
+        print(f"prepare: {line}", file=sys.stderr)
+
+    for path in _params_paths(args.params):
+        exp = params_mod.load(path, args.profile)
+        for one in per_target(path.stem, exp, args.targets or list(exp.targets), say):
+            for p in preload(one, work_root=args.work, log=say):
+                what = ("already cached" if p.found else f"loaded in {p.seconds:.1f} s, kept" if p.kept
+                        else f"loaded in {p.seconds:.1f} s, not kept (quicker to make than to copy)")
+                print(f"{p.experiment} {p.target} {p.cell}: {what}")
     return 0
 
 
@@ -460,9 +489,9 @@ def cmd_profile(args) -> int:
 
 COMMANDS = {"report": cmd_report, "run": cmd_run, "validate": cmd_validate, "targets": cmd_targets, "runs": cmd_runs,
             "analyze": cmd_analyze, "diff": cmd_diff, "ablate": cmd_ablate, "profile": cmd_profile,
-            "setup-mysql": cmd_setup_mysql}
+            "setup-mysql": cmd_setup_mysql, "prepare": cmd_prepare}
 # Commands that may start servers: each first stops the servers a killed claimlab left behind
-# (`run` does so itself, under the lock that claims its run directory, and records it in the run).
+# (`run` and `prepare` do so themselves, under the lock that claims their work directory).
 STARTS_SERVERS = ("report", "diff", "ablate", "profile")
 
 

@@ -11,6 +11,7 @@ import datetime as dt
 import json
 import os
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
@@ -179,6 +180,12 @@ def build(*, profile: str = "quick", run_ids: list[str] | None = None, out_dir: 
             plan.setdefault(read_manifest(find_run(run_id, data_dir))["experiment"], []).append(run_id)
     else:
         plan = {name: None for name in (experiments or NOTEBOOKS)}
+    if not run_ids:
+        began = time.monotonic()
+        made = [p for p in preload_all(plan, profile, targets, log) if not p.found]
+        if made:
+            log(f"set-up: loaded {len(made)} data directories in {time.monotonic() - began:.0f} s, "
+                "kept in the cache: later runs copy them")
     built = []
     for experiment, ids in plan.items():
         if experiment not in NOTEBOOKS:
@@ -352,22 +359,13 @@ def resolve_runs(experiment: str, run_ids: list[str] | None, *, start_servers: b
     run here, when `start_servers` (servers start, for minutes); else the shipped runs of
     data/published_runs.json (no server)."""
     from . import runner, stats
-    from .servers import check_available
     from .store import find_run
     root = project_root()
     if not run_ids and start_servers:
         exp = params_mod.load(params_mod.find(params_name or experiment, root / "params"), profile)
-        run_ids = []
-        # A params file of your own may name other targets: then its default one runs.
-        for target in [t for t in targets if t in exp.targets] or [exp.default_target]:
-            try:
-                check_available(exp.targets[target])
-            except ClaimlabError as exc:
-                log(f"{experiment}: target {target} not run: {exc}")
-                continue
-            one = params_mod.with_default_target(exp, target, experiment)
-            run_ids.append(runner.run(one, data_root=data_root, progress=progress,
-                                      should_stop=stats.stopping_for(one)).run_id)
+        run_ids = [runner.run(one, data_root=data_root, progress=progress,
+                              should_stop=stats.stopping_for(one)).run_id
+                   for one in per_target(experiment, exp, targets, log)]
         if not run_ids:
             raise ClaimlabError(f"{experiment}: none of the targets {', '.join(targets)} can run here")
     elif not run_ids:
@@ -385,6 +383,32 @@ def resolve_runs(experiment: str, run_ids: list[str] | None, *, start_servers: b
                 raise
             paths.append(find_run(run_id))   # a shipped run, read while new runs go to data_root
     return paths
+
+
+def per_target(experiment: str, exp: params_mod.Experiment, targets: Iterable[str], log=print):
+    """`exp` bound to each of `targets` it declares that can run here, in turn; the others are
+    logged with the reason. A params file of your own may name other targets: then its default."""
+    from .servers import check_available
+    for target in [t for t in targets if t in exp.targets] or [exp.default_target]:
+        try:
+            check_available(exp.targets[target])
+        except ClaimlabError as exc:
+            log(f"{experiment}: target {target} not run: {exc}")
+            continue
+        yield params_mod.with_default_target(exp, target, experiment)
+
+
+def preload_all(experiments: Iterable[str], profile: str, targets: Iterable[str], log=print) -> list:
+    """Every claim's tables loaded into the data-directory cache before the first run: set-up,
+    done once per machine and timed apart from the runs (`claimlab.preload`)."""
+    from .preload import preload
+    root = project_root()
+    done = []
+    for experiment in experiments:
+        exp = params_mod.load(params_mod.find(experiment, root / "params"), profile)
+        for one in per_target(experiment, exp, targets, log):
+            done += preload(one, log=log)
+    return done
 
 
 def scope_markdown(experiment: str) -> str:

@@ -95,6 +95,21 @@ def available_targets(exp: Experiment, conds: list[Condition]) -> dict[str, str]
     return reasons
 
 
+def runnable_conditions(exp: Experiment, conds: list[Condition]) -> tuple[list[Condition], dict[str, str]]:
+    """The conditions that can run here, and why the others cannot (by target or condition).
+    Levels naming a role or a spelling are resolved per server before any starts; a level a
+    server lacks is skipped with its reason (e.g. 0900 collations on MariaDB)."""
+    skipped = available_targets(exp, conds)
+    runnable = [c for c in conds if c.target not in skipped]
+    if runnable:
+        runnable, unresolvable = resolve_conditions(
+            runnable, {name: flavor_of(exp.targets[name]) for name in {c.target for c in runnable}})
+        skipped = skipped | unresolvable
+    if not runnable:
+        raise TargetUnavailable("; ".join(skipped.values()))
+    return runnable, skipped
+
+
 def _document_text(document) -> str:
     return json.dumps(document, sort_keys=True, default=str)
 
@@ -137,17 +152,7 @@ def run(exp: Experiment, *, data_root: Path | None = None, work_root: Path | Non
                          "(claimlab.stats.stopping_for(exp))")
     data_root = data_root or runs_root()
     conds = conditions(exp)
-    skipped = available_targets(exp, conds)
-    runnable = [c for c in conds if c.target not in skipped]
-    if not runnable:
-        raise TargetUnavailable("; ".join(skipped.values()))
-    # Levels naming a role or a spelling are resolved per server before any starts; a level a
-    # server lacks is skipped with its reason (e.g. 0900 collations on MariaDB).
-    runnable, unresolvable = resolve_conditions(
-        runnable, {name: flavor_of(exp.targets[name]) for name in {c.target for c in runnable}})
-    skipped = skipped | unresolvable
-    if not runnable:
-        raise TargetUnavailable("; ".join(skipped.values()))
+    runnable, skipped = runnable_conditions(exp, conds)
     for workload in {w.name: w for c in runnable for w in c.workloads}.values():
         workload.check_tools()
     for line in external_plan(exp, runnable):
@@ -173,7 +178,7 @@ def run(exp: Experiment, *, data_root: Path | None = None, work_root: Path | Non
     lock = bar = ctx = None
     launcher = Launcher(work)
     try:
-        lock, reaped = _claim(work_root, work, run_id)   # refuses a live run before anything is written
+        lock, reaped = claim_work(work_root, work, run_id)   # refuses a live run before anything is written
         if store is None:
             store = RunStore.open_run(path)
             store.event("resumed", git=provenance.git_commit(project_root()), host=provenance.host_facts())
@@ -222,7 +227,7 @@ def run(exp: Experiment, *, data_root: Path | None = None, work_root: Path | Non
             bar.close()
         launcher.close()
         if lock is not None:
-            _cleanup_work(work)
+            cleanup_work(work)
             lock.close()
             if store is not None:
                 _drop_external_schemas(exp, runnable, store)
@@ -243,7 +248,7 @@ def _new_manifest(exp: Experiment, conds: list[Condition], units: list[Unit], sk
         provenance=provenance.collect(project_root()))
 
 
-def _claim(work_root: Path, work: Path, run_id: str):
+def claim_work(work_root: Path, work: Path, run_id: str):
     """Take the run's lock (held for the whole run: "this run is alive"), reaping dead runs'
     servers first. Reaping and claiming exclude each other, so a run that is starting (directory
     made, lock not yet taken) is never mistaken for a dead one."""
@@ -664,7 +669,7 @@ class _Phases:
         return {k: round(v, 4) for k, v in self.totals.items()}
 
 
-def _cleanup_work(work: Path) -> None:
+def cleanup_work(work: Path) -> None:
     """Data directories are scratch: the measurements live in the run directory, not in them."""
     shutil.rmtree(work, ignore_errors=True)
     try:

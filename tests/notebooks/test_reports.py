@@ -13,7 +13,7 @@ import pytest
 
 from claimlab import report
 from claimlab.servers import ServerOptions
-from claimlab.store import find_run, list_runs, read_manifest
+from claimlab.store import find_run, list_runs, read_jsonl, read_manifest
 from conftest import ROOT, run_cli
 
 
@@ -28,8 +28,11 @@ def built(tmp_path_factory, mariadbd):
     for _, ablation_name in report.INVESTIGATIONS.values():
         (shipped,) = [Path(r["path"]) for r in list_runs(ROOT / "data" / "raw") if r["experiment"] == ablation_name]
         shutil.copytree(shipped, base / "raw" / ablation_name / shipped.name)
-    index = report.build(profile="smoke", out_dir=base / "reports", data_dir=base / "raw",
-                         figures_dir=base / "figures", cpu_evidence=False, log=lambda msg: None)
+    # A cache of its own, empty: the build's preloading is what its runs copy (checked below).
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("CLAIMLAB_DATADIRS", str(base / "datadirs"))
+        index = report.build(profile="smoke", out_dir=base / "reports", data_dir=base / "raw",
+                             figures_dir=base / "figures", cpu_evidence=False, log=lambda msg: None)
     return base, index
 
 
@@ -62,6 +65,13 @@ def test_claim_notebook_ran_end_to_end(built, experiment):
     expected = {"mariadb"} | ({"mysql"} if _mysql_available() else set())
     assert {m["default_target"] for m in manifests} == expected
     assert {r["target"] for r in summary["rows"] if r["verdict"] != "not_tested"} == expected
+    # The tables were loaded before the runs (report.preload_all): every MySQL cell's first start
+    # copies its directory (MySQL's initialisation alone is worth a copy; MariaDB's smoke loads are not).
+    for m in manifests:
+        if m["default_target"] == "mysql":
+            starts = read_jsonl(find_run(m["run_id"], base / "raw") / "servers.jsonl")
+            first = {s["cell"]: s for s in sorted(starts, key=lambda s: -s["seq"])}
+            assert all(s["datadir_from_cache"] for s in first.values()), first
     # Inside a kernel too, the connector's C extension must load (see claimlab/__init__.py).
     assert all(m["provenance"]["connector_implementation"] == "c-extension" for m in manifests)
     claim_figures = base / "figures" / summary["claim"]

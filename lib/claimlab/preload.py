@@ -1,0 +1,92 @@
+"""Tables loaded ahead of the runs: fill the data-directory cache (`datacache`) with each cell's
+initialised and loaded data directory, so that a run's first server start copies one instead of
+initialising and loading it.
+
+Loading is set-up, made once per server binary, options and tables; a run's time is then the
+measurement and what has to happen around it. `claimlab report` preloads before its runs (and
+says how long it took), `claimlab prepare` does it alone. What preloading keeps is exactly what a
+run would keep: the same cache key, only directories that took `datacache.MIN_LOAD_S` or more to
+make, saved after a clean shutdown.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from . import datacache
+from .design import cells, conditions
+from .params import Experiment
+from .runner import claim_work, cleanup_work, runnable_conditions
+from .servers import Launcher
+from .store import new_run_id, project_root
+
+
+@dataclass(frozen=True)
+class Preloaded:
+    """One cell's data directory: made now (`seconds`: initialising and loading it), or found."""
+
+    experiment: str
+    target: str
+    cell: str
+    seconds: float
+    kept: bool        # in the cache now (False: made faster than datacache.MIN_LOAD_S, a run makes its own)
+    found: bool       # it was in the cache already: nothing was started
+
+    def __post_init__(self):
+        if self.seconds < 0:
+            raise ValueError(f"seconds: {self.seconds} is negative")
+        if self.found and not self.kept:
+            raise ValueError("found: a directory found in the cache is kept")
+
+
+def preload(exp: Experiment, *, work_root=None, log=None) -> list[Preloaded]:
+    """Make and cache the data directory of every cell of `exp` that can run here and is not
+    cached yet. Nothing for designs that start from a fresh directory, or external targets.
+    Raises TargetUnavailable when no condition can run here."""
+    if exp.design.fresh_datadir:
+        return []
+    runnable, _ = runnable_conditions(exp, conditions(exp))
+    work_root = work_root or project_root() / "work"
+    run_id = f"preload-{new_run_id()}"
+    work = work_root / run_id
+    launcher = Launcher(work)
+    lock, _ = claim_work(work_root, work, run_id)   # a crashed preload's servers are reaped as a run's
+    done = []
+    try:
+        for group in cells(runnable):
+            c0 = group[0]
+            target = exp.targets[c0.target]
+            if target.kind == "external":
+                continue
+            server = launcher.prepare(target, c0.server)
+            key = datacache.key(server, [w.schema() for c in group for w in c.workloads])
+            if key is None:
+                continue
+            if datacache.has(key):
+                done.append(Preloaded(exp.name, c0.target, c0.cell, 0.0, kept=True, found=True))
+                continue
+            if log:
+                log(f"{exp.name}: loading {c0.target} {c0.cell}")
+            seconds = _make(server, group)
+            kept = seconds >= datacache.MIN_LOAD_S and datacache.save(server, key)
+            done.append(Preloaded(exp.name, c0.target, c0.cell, seconds, kept=kept, found=False))
+    finally:
+        launcher.close()
+        cleanup_work(work)
+        lock.close()
+    return done
+
+
+def _make(server, group) -> float:
+    """Start (initialising), load every condition's tables, stop cleanly: seconds initialising
+    and loading, the runner's measure of what a directory is worth (`runner._run_unit`)."""
+    try:
+        server.start()
+        began = time.monotonic()
+        for c in group:
+            for w in c.workloads:
+                w.prepare(server)
+        return time.monotonic() - began + server.initialise_s
+    finally:
+        server.stop()

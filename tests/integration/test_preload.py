@@ -1,0 +1,50 @@
+"""Preloading fills the data-directory cache with what a run would keep, under the run's own keys:
+the run's first start of every cell then copies it and nothing is loaded or saved during the run.
+Real MariaDB."""
+
+from claimlab import cli, datacache, params, preload, runner
+from claimlab.store import read_jsonl
+
+EXP = """
+claim: C4
+targets:
+  default: {kind: mariadb, options: {innodb_buffer_pool_size: 64M}}
+workloads:
+  scan: {kind: varchar_scan, rows: 500}
+factors:
+  binlog:
+    "off": {server: {log_bin: false}}
+    "on": {server: {log_bin: true}}
+  collation:
+    general: {workloads: {scan: {charset: utf8mb4, collation: utf8mb4_general_ci}}}
+    bin: {workloads: {scan: {charset: utf8mb4, collation: utf8mb4_bin}}}
+design: {repetitions: 1, warmup: 0, iterations: 1}
+"""
+
+
+def test_a_run_starts_every_cell_from_the_preloaded_directory(tmp_path, write_params, mariadbd, monkeypatch):
+    monkeypatch.setenv("CLAIMLAB_DATADIRS", str(tmp_path / "datadirs"))
+    monkeypatch.setattr(datacache, "MIN_LOAD_S", 0.0)   # the test's loads are tiny
+    exp = params.load(write_params(EXP))
+    made = preload.preload(exp, work_root=tmp_path / "work")
+    assert sorted(p.cell for p in made) == ["binlog=off", "binlog=on"]   # a server each, both tables in it
+    assert all(p.kept and not p.found and p.seconds > 0 for p in made)
+    assert len(list((tmp_path / "datadirs").iterdir())) == 2
+    assert not list((tmp_path / "work").glob("preload-*"))   # its scratch directory is removed
+
+    out = runner.run(exp, data_root=tmp_path / "raw", work_root=tmp_path / "work", progress=False)
+    assert [s["datadir_from_cache"] for s in read_jsonl(out.path / "servers.jsonl")] == [True, True]
+    assert not any(e["event"] == "datadir_cached" for e in read_jsonl(out.path / "events.jsonl"))
+
+    again = preload.preload(exp, work_root=tmp_path / "work")
+    assert [(p.found, p.seconds) for p in again] == [(True, 0.0), (True, 0.0)]
+
+
+def test_a_quick_load_is_not_kept_and_the_command_says_so(tmp_path, write_params, mariadbd, monkeypatch, capsys):
+    monkeypatch.setenv("CLAIMLAB_DATADIRS", str(tmp_path / "datadirs"))
+    monkeypatch.setattr(datacache, "MIN_LOAD_S", 1e6)   # nothing is worth a copy
+    path = write_params(EXP)
+    assert cli.main(["prepare", str(path), "--profile", "quick", "--work", str(tmp_path / "work")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 2 and all("not kept (quicker to make than to copy)" in line for line in lines), lines
+    assert not (tmp_path / "datadirs").exists() or not any((tmp_path / "datadirs").iterdir())
