@@ -184,8 +184,9 @@ def build(*, profile: str = "quick", run_ids: list[str] | None = None, out_dir: 
         began = time.monotonic()
         made = [p for p in preload_all(plan, profile, targets, log) if not p.found]
         if made:
-            log(f"set-up: loaded {len(made)} data directories in {time.monotonic() - began:.0f} s, "
-                "kept in the cache: later runs copy them")
+            kept = sum(p.kept for p in made)
+            log(f"set-up: made {len(made)} data directories in {time.monotonic() - began:.0f} s; runs copy "
+                f"the {kept} kept in the cache (the others are quicker to make than to copy)")
     built = []
     for experiment, ids in plan.items():
         if experiment not in NOTEBOOKS:
