@@ -23,6 +23,9 @@ FAMILY_26 = ["X", "Y", "Z", "AA"]
 # The same host, 2026-11-25 23:04-23:36: C2's quick tables at 400,000 rows, the look beside the
 # next start, MySQL's data directories cached (README, "Less around the measurement")
 ROWS_400K = ["AB", "AC", "AD", "AE"]
+# 2026-11-26 01:19-01:34: the tables loaded before the runs (claimlab.preload); AF the first build
+# after the cache was emptied (README, "Loading is set-up")
+PRELOADED = ["AF", "AG"]
 
 
 RAW = ROOT / "data" / "raw"
@@ -174,6 +177,26 @@ def test_the_400k_builds_agree_on_every_verdict_and_their_c2_main_estimates_with
     assert unicode["AB"] < 1.07 < unicode.drop("AB").min()
 
 
+def test_the_preloaded_builds_agree_with_the_400k_ones_and_read_unicode_at_its_lower_level(capsys):
+    # README, "Loading is set-up": AB-AG, fifteen pairs, 270 of 270 verdicts alike, the labels
+    # that differ all C4's size on MySQL; MariaDB's unicode/general reads 1.06 in AF and AG as in AB,
+    # against 1.13-1.15 in AC-AE, while C2's other comparisons stay within 1.5% (AG's MySQL
+    # utf8mb4_general/utf8mb3 0.990, the lowest)
+    precision = bench_module("precision")
+    assert precision.main(["--builds", *ROWS_400K, *PRELOADED]) == 0
+    out = capsys.readouterr().out
+    assert "all 15 pairs: same verdict 270 of 270, same label 262" in out
+    assert out.count("C4 binlog_on_vs_off mysql:") == 1 and "C2 " not in out.split("How often")[0].split("pairs:")[1]
+    tables = {name: precision.table(dirs)
+              for name, dirs in precision.build_runs([*ROWS_400K, *PRELOADED], None).items()}
+    c2 = pd.concat([table.assign(build=name) for name, table in tables.items()])
+    c2 = c2[c2["claim"] == "C2"].pivot_table(index=["comparison", "target"], columns="build", values="estimate")
+    spread = c2.max(axis=1) / c2.min(axis=1) - 1
+    assert (spread.drop("unicode_vs_general", level="comparison") < 0.015).all(), spread
+    unicode = c2.loc[("unicode_vs_general", "mariadb")]
+    assert (unicode[["AB", *PRELOADED]] < 1.07).all() and (unicode[["AC", "AD", "AE"]] > 1.12).all(), unicode
+
+
 def test_c2s_unicode_level_moved_with_the_hour_not_with_the_tables_size():
     # README, "The quick table's size": alternated at 23:53-23:57, both sizes read MariaDB's
     # unicode/general at 1.136-1.157, where 200,000-row runs had read 1.05-1.07 until 22:43
@@ -215,3 +238,23 @@ def test_a_second_set_of_full_runs_on_the_family_26_host_agrees_but_on_three_c2_
     table = precision.table([store.find_run(r, ROOT / "data" / "raw") for r in c4_runs])
     c4 = table[table["claim"] == "C4"]
     assert len(c4) == 2 and (c4["ci_high"] / c4["ci_low"] < 1.02 ** 2).all()
+
+
+def test_mariadbs_unicode_level_is_shared_by_a_runs_starts_and_changes_between_runs():
+    # README, "What MariaDB's unicode level is not": 20:09 and 20:13 low, 20:11 between them high,
+    # every one of its twelve starts above every start of the low runs but one; 00:57 low again
+    listed = json.loads((ROOT / "data" / "c2_unicode_level.json").read_text())["runs"]
+    estimate, starts = {}, {}
+    for made, run_id in listed.items():
+        manifest = _shipped(run_id)
+        assert manifest["default_target"] == "mariadb" and manifest["profile"] == "quick", run_id
+        (c2,) = report.analyze_runs([run_id], ROOT / "data" / "raw")
+        estimate[made] = c2.table.set_index("comparison").loc["unicode_vs_general", "estimate"]
+        scans = store.read_results(store.find_run(run_id, RAW))
+        scans = scans[scans["metric"] == "elapsed_s"]
+        fast = scans.groupby(["repetition", "collation"])["value"].quantile(0.2).unstack()
+        starts[made] = fast["utf8mb4_unicode_ci"] / fast["utf8mb4_general_ci"]
+    high = "2026-11-25T20:11Z"
+    assert estimate[high] > 1.14 and all(v < 1.09 for k, v in estimate.items() if k != high), estimate
+    low_starts = pd.concat([v for k, v in starts.items() if k != high])
+    assert starts[high].min() > low_starts.quantile(0.95) and len(starts[high]) == 12, starts
