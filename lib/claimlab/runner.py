@@ -470,7 +470,7 @@ def _run_unit(ctx: _Context, unit: Unit) -> int:
             # worth keeping: what making the data directory took, initialised (3 s and more on
             # MySQL, whose cached copy also lets the next start skip the wait for this one's
             # shutdown, see `_slot`) and loaded
-            made = phases.totals["prepare_s"] + max(getattr(p.server, "initialise_s", 0.0) for p in procs.values())
+            made = phases.totals["prepare_s"] + max(p.server.initialise_s for p in procs.values())
             ctx.stopping.append(_Stopping(unit.seq, list(procs.values()), save=made >= datacache.MIN_LOAD_S))
             handed_over = True
             phases.lap("stop_s")

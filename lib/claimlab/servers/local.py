@@ -99,6 +99,7 @@ class Server:
     target: TargetSpec
     pid: int | None = None
     options: ServerOptions = ServerOptions()   # what claimlab asked for (empty for external targets)
+    initialise_s: float = 0.0   # what initialising the data directory took in the last start (0: none)
 
     def connect_args(self) -> dict[str, Any]:
         raise NotImplementedError
@@ -198,7 +199,6 @@ class LocalServer(Server):
         self._stopping = False
         self.sockdir: str | None = None
         self.password: str | None = None
-        self.initialise_s = 0.0     # what initialising the data directory took in the last start (0: none)
 
     @property
     def flavor(self) -> Flavor:
