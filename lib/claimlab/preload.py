@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from . import datacache
 from .design import cells, conditions
+from .errors import ServerGone, ServerStartError
 from .params import Experiment
 from .runner import claim_work, cleanup_work, runnable_conditions
 from .servers import Launcher
@@ -68,7 +69,13 @@ def preload(exp: Experiment, *, work_root=None, log=None) -> list[Preloaded]:
                 continue
             if log:
                 log(f"{exp.name}: loading {c0.target} {c0.cell}")
-            seconds = _make(server, group)
+            try:
+                seconds = _make(server, group)
+            except (ServerStartError, ServerGone) as exc:
+                # the run makes it then, with its own retries (design.max_attempts)
+                if log:
+                    log(f"{exp.name}: {c0.target} {c0.cell} not loaded ahead, its run will load it: {exc}")
+                continue
             kept = seconds >= datacache.MIN_LOAD_S and datacache.save(server, key)
             done.append(Preloaded(exp.name, c0.target, c0.cell, seconds, kept=kept, found=False))
     finally:

@@ -48,3 +48,16 @@ def test_a_quick_load_is_not_kept_and_the_command_says_so(tmp_path, write_params
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 2 and all("not kept (quicker to make than to copy)" in line for line in lines), lines
     assert not (tmp_path / "datadirs").exists() or not any((tmp_path / "datadirs").iterdir())
+
+
+def test_a_cell_whose_server_does_not_start_is_left_to_its_run(tmp_path, write_params, mariadbd, monkeypatch):
+    monkeypatch.setenv("CLAIMLAB_DATADIRS", str(tmp_path / "datadirs"))
+    monkeypatch.setattr(datacache, "MIN_LOAD_S", 0.0)
+    exp = params.load(write_params(EXP.replace('"on": {server: {log_bin: true}}',
+                                               '"on": {server: {extra: {no_such_option: 1}}}')))
+    said = []
+    made = preload.preload(exp, work_root=tmp_path / "work", log=said.append)
+    assert [p.cell for p in made] == ["binlog=off"] and made[0].kept
+    assert any("binlog=on not loaded ahead, its run will load it" in line and "no_such_option" in line
+               for line in said), said
+    assert not list((tmp_path / "work").glob("preload-*"))
