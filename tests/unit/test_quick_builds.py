@@ -23,9 +23,9 @@ FAMILY_26 = ["X", "Y", "Z", "AA"]
 # The same host, 2026-11-25 23:04-23:36: C2's quick tables at 400,000 rows, the look beside the
 # next start, MySQL's data directories cached (README, "Less around the measurement")
 ROWS_400K = ["AB", "AC", "AD", "AE"]
-# 2026-11-26 01:19-01:34: the tables loaded before the runs (claimlab.preload); AF the first build
+# 2026-11-26 01:19-02:49: the tables loaded before the runs (claimlab.preload); AF the first build
 # after the cache was emptied (README, "Loading is set-up")
-PRELOADED = ["AF", "AG"]
+PRELOADED = ["AF", "AG", "AH"]
 
 
 RAW = ROOT / "data" / "raw"
@@ -178,14 +178,14 @@ def test_the_400k_builds_agree_on_every_verdict_and_their_c2_main_estimates_with
 
 
 def test_the_preloaded_builds_agree_with_the_400k_ones_and_read_unicode_at_its_lower_level(capsys):
-    # README, "Loading is set-up": AB-AG, fifteen pairs, 270 of 270 verdicts alike, the labels
-    # that differ all C4's size on MySQL; MariaDB's unicode/general reads 1.06 in AF and AG as in AB,
+    # README, "Loading is set-up": AB-AH, 21 pairs, 378 of 378 verdicts alike, the labels that
+    # differ all C4's size on MySQL; MariaDB's unicode/general reads 1.06 in AF-AH as in AB,
     # against 1.13-1.15 in AC-AE, while C2's other comparisons stay within 1.5% (AG's MySQL
     # utf8mb4_general/utf8mb3 0.990, the lowest)
     precision = bench_module("precision")
     assert precision.main(["--builds", *ROWS_400K, *PRELOADED]) == 0
     out = capsys.readouterr().out
-    assert "all 15 pairs: same verdict 270 of 270, same label 262" in out
+    assert "all 21 pairs: same verdict 378 of 378, same label 368" in out
     assert out.count("C4 binlog_on_vs_off mysql:") == 1 and "C2 " not in out.split("How often")[0].split("pairs:")[1]
     tables = {name: precision.table(dirs)
               for name, dirs in precision.build_runs([*ROWS_400K, *PRELOADED], None).items()}
