@@ -50,6 +50,12 @@ def key(server, schemas: list[str]) -> str | None:
     return hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()[:24]
 
 
+def cell_key(server, conditions) -> str | None:
+    """The key of the data directory one cell's server loads: every condition's tables. The runner
+    and the preload both ask here, so that what one makes the other finds."""
+    return key(server, [w.schema() for c in conditions for w in c.workloads])
+
+
 def has(cache_key: str | None) -> bool:
     return cache_key is not None and (root() / cache_key / "data").is_dir()
 

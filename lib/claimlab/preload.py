@@ -61,7 +61,7 @@ def preload(exp: Experiment, *, work_root=None, log=None) -> list[Preloaded]:
             if target.kind == "external":
                 continue
             server = launcher.prepare(target, c0.server)
-            key = datacache.key(server, [w.schema() for c in group for w in c.workloads])
+            key = datacache.cell_key(server, group)
             if key is None:
                 continue
             if datacache.has(key):

@@ -438,8 +438,7 @@ def _run_unit(ctx: _Context, unit: Unit) -> int:
             slot = slots[c0.cell][0] if slots[c0.cell] else 0
             server = ctx.launcher.prepare(exp.targets[c0.target], c0.server, slot=slot,
                                           fresh=design.fresh_datadir and k == 0)
-            cache_key = None if design.fresh_datadir else datacache.key(
-                server, [w.schema() for c in group for w in c.workloads])
+            cache_key = None if design.fresh_datadir else datacache.cell_key(server, group)
             procs[c0.cell] = _Process(group, server, cache_key, slot=slot)
         load_before = provenance.loadavg()
         started = now()
@@ -512,7 +511,7 @@ def _slot(ctx: _Context, group) -> tuple[int, Path] | None:
     if home in ctx.stopping_homes() and not ctx.exp.design.fresh_datadir \
             and ctx.launcher.installation(target).flavor.slow_shutdown:
         server = ctx.launcher.prepare(target, c0.server, slot=1 - slot)
-        if datacache.has(datacache.key(server, [w.schema() for c in group for w in c.workloads])):
+        if datacache.has(datacache.cell_key(server, group)):
             slot, home = 1 - slot, server.home
     ctx.slots[c0.cell] = slot
     return slot, home
