@@ -242,9 +242,7 @@ def cmd_prepare(args) -> int:
         exp = params_mod.load(path, args.profile)
         for one in per_target(path.stem, exp, args.targets or list(exp.targets), say):
             for p in preload(one, work_root=args.work, log=say):
-                what = ("already cached" if p.found else f"loaded in {p.seconds:.1f} s, kept" if p.kept
-                        else f"loaded in {p.seconds:.1f} s, not kept (quicker to make than to copy)")
-                print(f"{p.experiment} {p.target} {p.cell}: {what}")
+                print(f"{p.experiment} {p.target} {p.cell}: {p.outcome()}")
     return 0
 
 

@@ -50,6 +50,12 @@ def key(server, schemas: list[str]) -> str | None:
     return hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()[:24]
 
 
+def worth_keeping(made_s: float) -> bool:
+    """Whether a data directory that took `made_s` seconds to initialise and load is worth a copy in
+    the cache: quicker than `MIN_LOAD_S`, its run makes it again (the runner and the preload agree)."""
+    return made_s >= MIN_LOAD_S
+
+
 def cell_key(server, conditions) -> str | None:
     """The key of the data directory one cell's server loads: every condition's tables. The runner
     and the preload both ask here, so that what one makes the other finds."""

@@ -40,6 +40,23 @@ class Preloaded:
         if self.found and not self.kept:
             raise ValueError("found: a directory found in the cache is kept")
 
+    def outcome(self) -> str:
+        if self.found:
+            return "already cached"
+        if self.kept:
+            return f"loaded in {self.seconds:.1f} s, kept"
+        return f"loaded in {self.seconds:.1f} s, not kept (quicker to make than to copy)"
+
+
+def summary(made: list[Preloaded]) -> str:
+    """One line for a report's log: how many directories were made and kept, how many left to runs."""
+    kept = sum(p.kept for p in made)
+    left = len(made) - kept
+    return ", ".join(part for part in (
+        f"{kept} data director{'y' if kept == 1 else 'ies'} kept in the cache for the runs to copy" if kept else "",
+        f"{left} quicker to make than to copy, made again by {'its run' if left == 1 else 'their runs'}"
+        if left else "") if part)
+
 
 def preload(exp: Experiment, *, work_root=None, log=None) -> list[Preloaded]:
     """Make and cache the data directory of every cell of `exp` that can run here and is not
@@ -76,7 +93,7 @@ def preload(exp: Experiment, *, work_root=None, log=None) -> list[Preloaded]:
                 if log:
                     log(f"{exp.name}: {c0.target} {c0.cell} not loaded ahead, its run will load it: {exc}")
                 continue
-            kept = seconds >= datacache.MIN_LOAD_S and datacache.save(server, key)
+            kept = datacache.worth_keeping(seconds) and datacache.save(server, key)
             done.append(Preloaded(exp.name, c0.target, c0.cell, seconds, kept=kept, found=False))
     finally:
         launcher.close()

@@ -184,7 +184,8 @@ def build(*, profile: str = "quick", run_ids: list[str] | None = None, out_dir: 
         began = time.monotonic()
         made = [p for p in preload_all(plan, profile, targets, log) if not p.found]
         if made:
-            log(f"set-up: loaded the tables in {time.monotonic() - began:.0f} s: {_kept(made)}")
+            from .preload import summary
+            log(f"set-up: loaded the tables in {time.monotonic() - began:.0f} s: {summary(made)}")
     built = []
     for experiment, ids in plan.items():
         if experiment not in NOTEBOOKS:
@@ -226,15 +227,6 @@ def build(*, profile: str = "quick", run_ids: list[str] | None = None, out_dir: 
     if leaked:
         log(f"warning: removed a secret from {len(leaked)} output file(s)")
     return index
-
-
-def _kept(made: list) -> str:
-    kept = sum(p.kept for p in made)
-    left = len(made) - kept
-    return ", ".join(part for part in (
-        f"{kept} data director{'y' if kept == 1 else 'ies'} kept in the cache for the runs to copy" if kept else "",
-        f"{left} quicker to make than to copy, made again by {'its run' if left == 1 else 'their runs'}"
-        if left else "") if part)
 
 
 def _text(path: Path | None) -> str | None:

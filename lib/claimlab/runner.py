@@ -470,7 +470,7 @@ def _run_unit(ctx: _Context, unit: Unit) -> int:
             # MySQL, whose cached copy also lets the next start skip the wait for this one's
             # shutdown, see `_slot`) and loaded
             made = phases.totals["prepare_s"] + max(p.server.initialise_s for p in procs.values())
-            ctx.stopping.append(_Stopping(unit.seq, list(procs.values()), save=made >= datacache.MIN_LOAD_S))
+            ctx.stopping.append(_Stopping(unit.seq, list(procs.values()), save=datacache.worth_keeping(made)))
             handed_over = True
             phases.lap("stop_s")
             store.event("unit_done", seq=unit.seq, cell=unit.cell, repetition=unit.repetition,
