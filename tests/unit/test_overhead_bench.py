@@ -61,7 +61,7 @@ def test_every_claim_of_the_400k_builds_keeps_its_overhead_under_a_quarter_with_
     first = claims("AB")
     assert first["collation_cost"] > 0.25 and first["insert_57_vs_80"] > 0.25
     # README, "Loading is set-up": AF, the first build after the cache was emptied again, loaded
-    # its tables before the runs (claimlab.preload), and its runs stayed under a quarter too; AG
-    # and AH are the builds after it.
-    for name in ("AF", "AG", "AH"):
+    # its tables before the runs (claimlab.preload), and its runs stayed under a quarter too; AG,
+    # AH and AI (the next session's) are the builds after it.
+    for name in ("AF", "AG", "AH", "AI"):
         assert (claims(name) <= 0.25).all(), (name, claims(name))
