@@ -8,6 +8,8 @@ measuring, or only on the server, the processor and the table?
     python bench/c2_standalone.py --schema-per-table  # the harness's layout: a schema per table
     python bench/c2_standalone.py --meter             # the harness's resource snapshots around every scan
     python bench/c2_standalone.py --schema-per-table --session   # its sessions: default schema, DO 0
+    python bench/c2_standalone.py --rows 400000 --starts 40      # one line per server start, with its code address
+    python bench/c2_standalone.py --rows 400000 --starts 12 --fixed-layout   # every start at one address
 
 One server started in a scratch directory (claimlab's launcher, the params file's target), every
 collation's table loaded into one schema by one connection, then `--rounds` rounds of the bug's
@@ -24,6 +26,9 @@ together. It was the machine, not the harness: the same harness run at 22:22 rea
 from __future__ import annotations
 
 import argparse
+import contextlib
+import ctypes
+import os
 import random
 import sys
 import tempfile
@@ -35,6 +40,7 @@ TABLES = (("latin1_swedish_ci", "latin1"), ("utf8mb3_general_ci", "utf8mb3"),
           ("utf8mb4_general_ci", "utf8mb4"), ("utf8mb4_unicode_ci", "utf8mb4"))
 UCA = {"mysql": "utf8mb4_0900_ai_ci", "mariadb": "utf8mb4_uca1400_ai_ci"}
 QUERY = "SELECT COUNT(*) FROM {table} WHERE a = REPEAT('abc',15)"
+ADDR_NO_RANDOMIZE = 0x0040000    # linux/personality.h
 
 
 def main(argv=None) -> int:
@@ -61,10 +67,18 @@ def main(argv=None) -> int:
     ap.add_argument("--probe", type=int, default=0, metavar="N",
                     help="run the harness's speed probe (SELECT BENCHMARK(N, SHA2(...))) on a side "
                          "connection after every scan, as the harness does (0: none)")
+    ap.add_argument("--starts", type=int, default=0, metavar="N",
+                    help="after loading, restart the server N times and scan after each start: one line "
+                         "per start with the address its code was loaded at and each collation's fastest "
+                         "scan (the summary then covers every start)")
+    ap.add_argument("--fixed-layout", action="store_true",
+                    help="start the servers without address space layout randomization (personality "
+                         "ADDR_NO_RANDOMIZE): every start loads its code and heap at the same addresses")
     args = ap.parse_args(argv)
     target = params.load(ROOT / "params" / "collation_cost.yaml", "quick").targets[args.target]
     tables = [*TABLES, (UCA[args.target], "utf8mb4")]
-    with tempfile.TemporaryDirectory() as tmp:
+    per_table = args.per_table_connections or args.session
+    with tempfile.TemporaryDirectory() as tmp, _layout(args.fixed_layout):
         server = Launcher(Path(tmp)).prepare(target, ServerOptions(innodb_buffer_pool_size=args.pool))
         server.start()
         try:
@@ -72,8 +86,23 @@ def main(argv=None) -> int:
             if args.restart:
                 server.stop()
                 server.start()
-            times = _scan(server, where, args.rows, args.rounds, args.per_table_connections or args.session,
-                          args.probe, args.meter, args.session)
+            if args.starts:
+                times = {collation: [] for collation in where}
+                for start in range(args.starts):
+                    server.stop()
+                    server.start()
+                    text = _code_address(server.pid)
+                    these = _scan(server, where, args.rows, args.rounds, per_table, args.probe, args.meter,
+                                  args.session)
+                    fastest = {collation: min(values) for collation, values in these.items()}
+                    print(f"start {start} code at {text} "
+                          + " ".join(f"{collation} {value:.1f}" for collation, value in fastest.items())
+                          + f" unicode/general {fastest['utf8mb4_unicode_ci'] / fastest['utf8mb4_general_ci']:.3f}")
+                    for collation, values in these.items():
+                        times[collation] += values
+            else:
+                times = _scan(server, where, args.rows, args.rounds, per_table, args.probe, args.meter,
+                              args.session)
         finally:
             server.stop()
     base = min(times["utf8mb3_general_ci"])
@@ -82,6 +111,32 @@ def main(argv=None) -> int:
         print(f"{collation:24s} ns/row fastest {fastest[0]:7.1f}  lower quartile {fastest[len(fastest) // 4]:7.1f}"
               f"  / utf8mb3_general_ci {fastest[0] / base:.3f}")
     return 0
+
+
+@contextlib.contextmanager
+def _layout(fixed: bool):
+    """Servers started inside have a fixed address layout when `fixed`: the personality flag is
+    inherited by the children this process starts, and set back when the block ends."""
+    if not fixed:
+        yield
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    previous = libc.personality(0xFFFFFFFF)            # query
+    if libc.personality(previous | ADDR_NO_RANDOMIZE) == -1:
+        raise SystemExit(f"c2_standalone: personality(ADDR_NO_RANDOMIZE) refused: {os.strerror(ctypes.get_errno())}")
+    try:
+        yield
+    finally:
+        libc.personality(previous)
+
+
+def _code_address(pid: int) -> str:
+    """Where the server's own executable code was mapped (its first executable file mapping)."""
+    for line in Path(f"/proc/{pid}/maps").read_text().splitlines():
+        parts = line.split()
+        if len(parts) >= 6 and parts[1] == "r-xp" and parts[5].endswith(("/mysqld", "/mariadbd")):
+            return "0x" + parts[0].split("-")[0]
+    raise SystemExit(f"c2_standalone: no mysqld or mariadbd code mapping in /proc/{pid}/maps")
 
 
 def _load(server, tables, rows: int, schema_per_table: bool) -> dict[str, tuple[str, str]]:

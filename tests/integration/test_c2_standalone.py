@@ -5,6 +5,7 @@ larger tables against the server's own), in one schema or in the harness's layou
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -23,3 +24,21 @@ def test_standalone_scan_prints_every_collation_against_utf8mb3(capsys, mariadbd
                      "utf8mb4_uca1400_ai_ci"]
     ratios = {line.split()[0]: float(re.search(r"utf8mb3_general_ci (\d+\.\d+)$", line).group(1)) for line in lines}
     assert ratios["utf8mb3_general_ci"] == 1.0 and all(0.2 < r < 5 for r in ratios.values())
+
+
+def test_starts_print_each_starts_code_address_and_a_fixed_layout_keeps_it(capsys, mariadbd):
+    # README, "MySQL's unicode scan has a state of its own": the per-start lines, and the layout
+    # held fixed (ADDR_NO_RANDOMIZE for the servers only: this process's own flag is set back)
+    standalone = bench_module("c2_standalone")
+    persona = Path("/proc/self/personality").read_text()
+    addresses = {}
+    for fixed in (True, False):
+        assert standalone.main(["--target", "mariadb", "--rows", "2000", "--rounds", "4", "--starts", "2",
+                                *(["--fixed-layout"] if fixed else [])]) == 0
+        starts = [line.split() for line in capsys.readouterr().out.splitlines() if line.startswith("start ")]
+        assert [s[1] for s in starts] == ["0", "1"] and all(s[-2] == "unicode/general" for s in starts)
+        addresses[fixed] = {s[4] for s in starts}
+        assert Path("/proc/self/personality").read_text() == persona
+    assert len(addresses[True]) == 1
+    if Path("/proc/sys/kernel/randomize_va_space").read_text().strip() != "0":
+        assert len(addresses[False]) == 2, addresses
