@@ -17,6 +17,14 @@ per cell, all started together, and the rounds alternate between the servers as 
 between a cell's conditions, so a comparison of two server configurations is paired round by round
 too (one unit per block). It is for workloads whose noise drifts over seconds to minutes (an
 fsync-bound insert loop on a shared disk), where consecutive server starts see different states.
+
+With `design.starts_per_block: k` a block holds k starts of each cell's server, started together,
+each with its own address space layout, the rounds alternating between them; each start is a
+repetition of its own (block b's are b*k .. b*k+k-1), so the analysis still pairs within one
+server process. It buys layouts at the cost of a warm-up, not of a start and a shutdown: where a
+ratio depends on where the code landed (MySQL 9.7's unicode scan, 6-13% slower at some addresses;
+Mytkowicz et al., "Producing wrong data without doing anything obviously wrong!", ASPLOS 2009),
+more layouts per run narrow what one run's draw of them moves the estimate.
 """
 
 from __future__ import annotations
@@ -49,8 +57,13 @@ class Unit:
 
     seq: int
     block: int
-    repetition: int
+    repetition: int                           # the first start's; start r is repetition + r
     conditions: tuple[Condition, ...]
+    starts: int = 1                           # servers of each cell, started together
+
+    @property
+    def repetitions(self) -> range:
+        return range(self.repetition, self.repetition + self.starts)
 
     @property
     def cell(self) -> str:
@@ -113,8 +126,10 @@ def conditions(exp: Experiment) -> list[Condition]:
                 joint = wl.interleaved([c.workloads[i] for c in group])
             except ValueError as exc:
                 raise ConfigError(exp.source, f"workloads.{w.name}", str(exc)) from None
-            if joint and exp.design.side_by_side and len(groups) > 1:
-                raise ConfigError(exp.source, "design.side_by_side",
+            together = ("design.side_by_side" if exp.design.side_by_side and len(groups) > 1 else
+                        "design.starts_per_block" if exp.design.starts_per_block > 1 else None)
+            if joint and together:
+                raise ConfigError(exp.source, together,
                                   f"workload {w.name} interleaves its levels in one sysbench process, "
                                   "which cannot alternate with other servers; drop one of the two")
     return out
@@ -157,9 +172,11 @@ def resolve_conditions(conds: list[Condition], flavors: dict[str, Flavor]
     return kept, skipped
 
 
-def schedule(conds: list[Condition], blocks: int, seed: int, side_by_side: bool = False) -> list[Unit]:
+def schedule(conds: list[Condition], blocks: int, seed: int, side_by_side: bool = False,
+             starts: int = 1) -> list[Unit]:
     """Every block's order comes from the same seeded stream: a resumed run sees the same plan.
-    Side by side, a block is one unit holding every cell (their rounds' order is `round_order`'s)."""
+    Side by side, a block is one unit holding every cell (their rounds' order is `round_order`'s).
+    `starts`: servers of each cell per unit (block b's units hold repetitions b*starts on)."""
     rng = random.Random(seed)
     units: list[Unit] = []
     for block in range(blocks):
@@ -167,15 +184,17 @@ def schedule(conds: list[Condition], blocks: int, seed: int, side_by_side: bool 
         rng.shuffle(order)
         if side_by_side:
             order = [tuple(c for group in order for c in group)]
-        units += [Unit(seq=len(units) + i, block=block, repetition=block, conditions=group)
+        units += [Unit(seq=len(units) + i, block=block, repetition=block * starts, conditions=group,
+                       starts=starts)
                   for i, group in enumerate(order)]
     return units
 
 
-def round_order(unit: Unit, round_index: int, seed: int) -> list[Condition]:
-    """The order of a unit's conditions in one round (a warm-up round is round -1 - k): drawn
-    from the seed, so a resumed unit measures what is missing in the order first planned."""
-    order = list(unit.conditions)
+def round_order(unit: Unit, round_index: int, seed: int) -> list[tuple[int, Condition]]:
+    """The order of a unit's measurements in one round, (start, condition) each (a warm-up
+    round is round -1 - k): drawn from the seed, so a resumed unit measures what is missing in
+    the order first planned (with one start, the order of the designs before `starts`)."""
+    order = [(r, c) for r in range(unit.starts) for c in unit.conditions]
     random.Random(unit_seed(seed, unit.seq, round_index + 1_000)).shuffle(order)
     return order
 

@@ -339,6 +339,11 @@ def _design_text(d: dict) -> str:
     if d.get("side_by_side"):
         return (f"{d['repetitions']} blocks, each starting one server per configuration together and "
                 f"alternating the rounds between them in a random order{alternate}; {per_start}")
+    k = d.get("starts_per_block") or 1
+    if k > 1:
+        return (f"{d['repetitions']} server starts per configuration in randomized blocks of {k} started "
+                f"together (each with its own code layout), the rounds alternating between them{alternate}; "
+                f"{per_start}")
     return (f"{d['repetitions']} server starts per configuration in randomized blocks{alternate}; "
             f"{per_start}")
 

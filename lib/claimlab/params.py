@@ -16,7 +16,8 @@
       # also `levels: {binlog: ["on"]}` (the levels kept), `measure: [insert_loop]` (the
       # workloads run; default all) and `design_for: {mysql: {repetitions: 4}}` (the design of
       # runs on that target, over the profile's: a server whose restart costs more gets fewer,
-      # longer blocks)
+      # longer blocks). `design.starts_per_block: 2` starts two servers of each configuration per
+      # block together (two code layouts for one start-up's wait; design.py)
 
 The experiment's name is the file's stem. Unknown keys anywhere are errors.
 """
@@ -69,6 +70,7 @@ class Design:
     target: str | None = None     # the target when no factor picks one
     sequential: StopRule | None = None   # ask the statistics after each block (stats.should_stop)
     side_by_side: bool = False    # a block's cells run in servers started together, rounds alternating
+    starts_per_block: int = 1     # servers of each cell per block, started together (own code layouts)
 
 
 @dataclass(frozen=True)
@@ -323,6 +325,7 @@ class DesignIn(Model):
     target: Name | None = None
     sequential: Annotated[StopRuleIn | None, BeforeValidator(_off_is_none)] = None
     side_by_side: bool | None = None
+    starts_per_block: Annotated[int, Field(ge=1, le=4)] | None = None
 
     def applied(self, base: Design, targets: dict, source: str, where: str) -> Design:
         values = {k: v for k, v in self.model_dump(exclude_unset=True).items() if k != "sequential"}
@@ -330,7 +333,17 @@ class DesignIn(Model):
             values["sequential"] = self.sequential.record() if self.sequential else None
         if self.target is not None and self.target not in targets:
             raise ConfigError(source, f"{where}.target", f"no target named {show(self.target)}")
-        return replace(base, **values)
+        design = replace(base, **values)
+        k = design.starts_per_block
+        if k > 1 and design.sequential is not None:
+            raise ConfigError(source, f"{where}.starts_per_block",
+                              f"{k} starts per block cannot be combined with a sequential design, whose "
+                              "looks count blocks of one start; set one of the two off")
+        if design.repetitions % k:
+            raise ConfigError(source, f"{where}.repetitions",
+                              f"{design.repetitions} server starts do not fill blocks of {k} "
+                              f"(starts_per_block); use a multiple of {k}")
+        return design
 
 
 def _empty_level(value: Any) -> Any:

@@ -158,9 +158,9 @@ def run(exp: Experiment, *, data_root: Path | None = None, work_root: Path | Non
     for line in external_plan(exp, runnable):
         (log or (lambda _: None))(line)
     design = exp.design
-    blocks = design.sequential.max_blocks if design.sequential else design.repetitions
+    blocks = design.sequential.max_blocks if design.sequential else design.repetitions // design.starts_per_block
     first_look = design.sequential.min_blocks if design.sequential else 1
-    units = schedule(runnable, blocks, design.seed, design.side_by_side)
+    units = schedule(runnable, blocks, design.seed, design.side_by_side, design.starts_per_block)
     work_root = work_root or project_root() / "work"
 
     if resume:
@@ -301,7 +301,7 @@ def _drop_external_schemas(exp: Experiment, conds: list[Condition], store: RunSt
 def _design_dict(exp: Experiment) -> dict:
     d = exp.design
     out = {k: getattr(d, k) for k in ("repetitions", "warmup", "iterations", "seed", "fresh_datadir",
-                                       "max_attempts", "target", "side_by_side")}
+                                       "max_attempts", "target", "side_by_side", "starts_per_block")}
     out["sequential"] = None if d.sequential is None else vars(d.sequential)
     out["within_factors"] = list(within_factors(exp))
     return out
@@ -349,7 +349,7 @@ class _Context:
     speed_probe: dict | None      # {"sql", "n", "target_s"} once calibrated (kept on resume)
     bar: object = None
     stopping: list = field(default_factory=list)   # _Stopping: units whose servers are shutting down
-    slots: dict = field(default_factory=dict)      # cell -> the data directory slot it used last
+    slots: dict = field(default_factory=dict)      # (cell, start) -> the data directory slot it used last
     look: _Look | None = None                      # the sequential look this block settles first
     window: accounting.LoadWindow | None = None    # the quiet check's, opened as the last unit ended
 
@@ -392,12 +392,14 @@ class _Stopping:
 
 @dataclass
 class _Process:
-    """One cell's server within a unit: the server, what it reported, and its metering sessions."""
+    """One cell's server within a unit (one of its `starts`): the server, what it reported, and
+    its metering sessions."""
 
     conditions: tuple[Condition, ...]
     server: object
     cache_key: str | None
     slot: int = 0
+    repetition: int = 0           # the block this process's measurements belong to
     from_cache: bool = False
     facts: object = None
     meter: object = None
@@ -420,8 +422,8 @@ def _run_unit(ctx: _Context, unit: Unit) -> int:
     A server lost or not started restarts every server of the unit. A unit that ends well leaves
     its servers shutting down (`_Stopping`), awaited before the next unit measures anything."""
     exp, store, design = ctx.exp, ctx.store, ctx.exp.design
-    missing = [(c.id, w.name, unit.repetition, i) for c in unit.conditions for w in c.workloads
-               for i in range(design.iterations)]
+    missing = [(c.id, w.name, rep, i) for rep in unit.repetitions for c in unit.conditions
+               for w in c.workloads for i in range(design.iterations)]
     if all(key in ctx.done for key in missing):
         return 0
     first = store.starts().get(unit.seq, 0) + 1
@@ -431,15 +433,17 @@ def _run_unit(ctx: _Context, unit: Unit) -> int:
         phases = _Phases()
         procs = {}
         handed_over = False
-        slots = {group[0].cell: _slot(ctx, group) for group in unit.cells}
+        slots = {(group[0].cell, r): _slot(ctx, group, r) for group in unit.cells for r in range(unit.starts)}
         ctx.finish_stops(phases, homes={found[1] for found in slots.values() if found})
         for group in unit.cells:
             c0 = group[0]
-            slot = slots[c0.cell][0] if slots[c0.cell] else 0
-            server = ctx.launcher.prepare(exp.targets[c0.target], c0.server, slot=slot,
-                                          fresh=design.fresh_datadir and k == 0)
-            cache_key = None if design.fresh_datadir else datacache.cell_key(server, group)
-            procs[c0.cell] = _Process(group, server, cache_key, slot=slot)
+            for r in range(unit.starts):
+                slot = slots[c0.cell, r][0] if slots[c0.cell, r] else 0
+                server = ctx.launcher.prepare(exp.targets[c0.target], c0.server, slot=slot,
+                                              fresh=design.fresh_datadir and k == 0)
+                cache_key = None if design.fresh_datadir else datacache.cell_key(server, group)
+                procs[c0.cell, r] = _Process(group, server, cache_key, slot=slot,
+                                             repetition=unit.repetition + r)
         load_before = provenance.loadavg()
         started = now()
         # the first quiet check reads from the end of the last unit's measurements (or from here):
@@ -452,7 +456,7 @@ def _run_unit(ctx: _Context, unit: Unit) -> int:
                 c0 = proc.conditions[0]
                 store.record_server({"seq": unit.seq, "condition": c0.id if len(proc.conditions) == 1 else c0.cell,
                                      "cell": c0.cell, "conditions": [c.id for c in proc.conditions],
-                                     "repetition": unit.repetition, "attempt": attempt, "target": c0.target,
+                                     "repetition": proc.repetition, "attempt": attempt, "target": c0.target,
                                      "version": proc.facts.version, "log_bin": proc.facts.log_bin,
                                      "pid": proc.server.pid, "started_at": started, "loadavg_before": load_before,
                                      "datadir_from_cache": proc.from_cache, "slot": proc.slot},
@@ -496,24 +500,26 @@ def _run_unit(ctx: _Context, unit: Unit) -> int:
     return stored
 
 
-def _slot(ctx: _Context, group) -> tuple[int, Path] | None:
-    """Which data directory a cell's server uses this time, and its home (None: not a local
-    server). The other one when the cell's last server is still shutting down and its shutdown
-    is slow (Oracle MySQL) and the data it needs comes from the cache: a copy of a cached load
-    is cheaper than the wait. Without a cached load a second directory would have to be
-    initialised and loaded (3 s and more on MySQL), so the server waits for its predecessor."""
+def _slot(ctx: _Context, group, start: int = 0) -> tuple[int, Path] | None:
+    """Which data directory a cell's server (its `start`-th of a unit) uses this time, and its
+    home (None: not a local server). Each start of a unit has two (2 * start and the next), and
+    takes the other one when its last server is still shutting down and its shutdown is slow
+    (Oracle MySQL) and the data it needs comes from the cache: a copy of a cached load is cheaper
+    than the wait. Without a cached load a second directory would have to be initialised and
+    loaded (3 s and more on MySQL), so the server waits for its predecessor."""
     c0 = group[0]
     target = ctx.exp.targets[c0.target]
     if target.kind == "external":
         return None
-    slot = ctx.slots.get(c0.cell, 0)
+    slot = ctx.slots.get((c0.cell, start), 2 * start)
     home = ctx.launcher.home(target, c0.server, slot)
     if home in ctx.stopping_homes() and not ctx.exp.design.fresh_datadir \
             and ctx.launcher.installation(target).flavor.slow_shutdown:
-        server = ctx.launcher.prepare(target, c0.server, slot=1 - slot)
+        other = 4 * start + 1 - slot     # 2 * start <-> 2 * start + 1
+        server = ctx.launcher.prepare(target, c0.server, slot=other)
         if datacache.has(datacache.cell_key(server, group)):
-            slot, home = 1 - slot, server.home
-    ctx.slots[c0.cell] = slot
+            slot, home = other, server.home
+    ctx.slots[c0.cell, start] = slot
     return slot, home
 
 
@@ -537,44 +543,44 @@ def _start_all(procs) -> None:
 def _run_workload(ctx: _Context, unit: Unit, index: int, procs: dict, attempt: int, phases,
                   window: accounting.LoadWindow | None = None) -> int:
     """One workload in one unit: load, warm up each condition, then the rounds, each round
-    measuring every condition once in the recorded random order, each on its cell's server.
+    measuring every condition once on each of its cell's servers (`procs`, keyed by cell and
+    start), in the recorded random order.
     `window`: the quiet check's window, if one is open already (since the servers' start)."""
     exp, store, design = ctx.exp, ctx.store, ctx.exp.design
     pairs = {c.id: (c, c.workloads[index]) for c in unit.conditions}
-    todo = {(cid, i) for cid, (c, w) in pairs.items() for i in range(design.iterations)
-            if (cid, w.name, unit.repetition, i) not in ctx.done}
+    todo = {(r, cid, i) for r in range(unit.starts) for cid, (c, w) in pairs.items()
+            for i in range(design.iterations) if (cid, w.name, unit.repetition + r, i) not in ctx.done}
     if not todo:
         return 0
-    for c, w in pairs.values():
-        w.prepare(procs[c.cell].server)
+    for r in range(unit.starts):
+        for c, w in pairs.values():
+            w.prepare(procs[c.cell, r].server)
     phases.lap("prepare_s")
     stored = 0
     joint = len(procs) == 1 and wl.interleaved([w for _, w in pairs.values()])
     with contextlib.ExitStack() as stack:
         if joint:   # one sysbench process measures every level at once
             together = stack.enter_context(wl.interleaved_session(
-                procs[unit.conditions[0].cell].server, {cid: w for cid, (c, w) in pairs.items()},
+                procs[unit.conditions[0].cell, 0].server, {cid: w for cid, (c, w) in pairs.items()},
                 unit_seed(design.seed, unit.seq, 0)))
         else:
-            sessions = {cid: stack.enter_context(w.session(procs[c.cell].server,
-                                                           unit_seed(design.seed, unit.seq, n)))
-                        for n, (cid, (c, w)) in enumerate(pairs.items())}
+            sessions = {(r, cid): stack.enter_context(w.session(procs[c.cell, r].server,
+                                                                unit_seed(design.seed, unit.seq, n)))
+                        for n, (r, (cid, (c, w))) in enumerate((r, item) for r in range(unit.starts)
+                                                               for item in pairs.items())}
 
         def calls(order: list) -> list[tuple[list, Callable[..., dict]]]:
-            """What one round runs: one call for all levels, or one call per level in order."""
+            """What one round runs: one call for all levels, or one call per (start, level) in order."""
             if joint:
                 return [(order, together)]
-            return [([c], lambda warmup=False, c=c: {c.id: sessions[c.id](warmup)}) for c in order]
+            return [([(r, c)], lambda warmup=False, r=r, c=c: {c.id: sessions[r, c.id](warmup)})
+                    for r, c in order]
 
         pids = [proc.server.pid for proc in procs.values()]
         # the quiet check reads the span of the warm-up (and of the start, for the first workload)
         window = window.include(pids) if window is not None else accounting.LoadWindow(pids)
-        warm = []
-        for k in range(design.warmup):
-            for _, call in calls(round_order(unit, -1 - k, design.seed)):
-                t0 = time.perf_counter()
-                call(warmup=True)
-                warm.append(time.perf_counter() - t0)
+        warm = _warm_up([call for k in range(design.warmup)
+                         for call in calls(round_order(unit, -1 - k, design.seed))])
         store.event("warmup", seq=unit.seq, workload=exp.workloads[index].name, measurements=len(warm),
                     seconds=round(sum(warm), 4))
         phases.lap("warmup_s")
@@ -594,9 +600,10 @@ def _run_workload(ctx: _Context, unit: Unit, index: int, procs: dict, attempt: i
         probing = 0.0
         last = None     # (server, probe time) of the probe that closed the previous measurement
         for rnd in range(design.iterations):
-            order = [c for c in round_order(unit, rnd, design.seed) if (c.id, rnd) in todo]
+            order = [(r, c) for r, c in round_order(unit, rnd, design.seed) if (r, c.id, rnd) in todo]
             for conds, call in calls(order) if order else ():
-                proc = procs[conds[0].cell]
+                r0, c0 = conds[0]
+                proc = procs[c0.cell, r0]
                 # Back to back on one server, the probe after one measurement is the probe before
                 # the next: nothing runs between them but storing a row.
                 if last is not None and last[0] is proc:
@@ -614,23 +621,47 @@ def _run_workload(ctx: _Context, unit: Unit, index: int, procs: dict, attempt: i
                 probing += after
                 last = (proc, after)
                 kept = accounting.shared_by_levels(costs) if joint else costs
-                for c in conds:
+                for _, c in conds:
                     w, m = pairs[c.id][1], measured[c.id]
                     metrics = m.metrics + tuple(kept) + (Metric("probe_before_s", before, "s"),
                                                          Metric("probe_after_s", after, "s"))
                     store.append(MeasurementRecord(
                         run_id=store.run_id, claim=exp.claim, experiment=exp.name, condition=c.id,
                         levels=c.levels, target=c.target, server_version=proc.facts.version, workload=w.name,
-                        repetition=unit.repetition, iteration=rnd, seq=unit.seq, attempt=attempt,
+                        repetition=proc.repetition, iteration=rnd, seq=unit.seq, attempt=attempt,
                         started_at=start_ts, ended_at=end_ts, contention=busy or accounting.contended(costs),
                         metrics=metrics, intervals=m.intervals))
-                    ctx.done.add((c.id, w.name, unit.repetition, rnd))
+                    ctx.done.add((c.id, w.name, proc.repetition, rnd))
                     stored += 1
                     if ctx.bar is not None:
                         ctx.bar.update(1)
         phases.lap("measure_s")
         phases.move("measure_s", "probe_s", probing)
     return stored
+
+
+def _warm_up(calls: list[tuple[list, Callable[..., dict]]]) -> list[float]:
+    """Run the warm-up calls, each server's in its recorded order, the servers' side by side (one
+    thread each: nothing is measured yet, and a unit of several servers then waits for the
+    slowest one's warm-up, not for their sum). Returns each call's seconds."""
+    per_server: dict[tuple, list] = {}
+    for conds, call in calls:
+        r, c = conds[0]
+        per_server.setdefault((c.cell, r), []).append(call)
+
+    def run(server_calls: list) -> list[float]:
+        seconds = []
+        for call in server_calls:
+            t0 = time.perf_counter()
+            call(warmup=True)
+            seconds.append(time.perf_counter() - t0)
+        return seconds
+
+    if len(per_server) <= 1:
+        return [t for server_calls in per_server.values() for t in run(server_calls)]
+    with ThreadPoolExecutor(len(per_server), thread_name_prefix="claimlab-warmup") as pool:
+        return [t for future in [pool.submit(run, server_calls) for server_calls in per_server.values()]
+                for t in future.result()]
 
 
 def _probe(ctx: _Context, server, typical_s: float | None) -> witness.SpeedProbe:

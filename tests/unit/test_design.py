@@ -1,5 +1,6 @@
 """The run order: randomized complete blocks from a recorded seed."""
 
+import random
 from collections import Counter
 
 import pytest
@@ -76,7 +77,7 @@ def test_side_by_side_puts_every_cell_of_a_block_in_one_unit(write_params):
         assert sorted(group[0].cell for group in u.cells) == ["binlog=elsewhere", "binlog=off", "binlog=on"]
         assert sorted(u.cell.split("+")) == ["binlog=elsewhere", "binlog=off", "binlog=on"]
     # a round mixes the cells, in orders that vary
-    rounds = {tuple(c.cell for c in round_order(units[0], r, 3)) for r in range(10)}
+    rounds = {tuple(c.cell for _, c in round_order(units[0], r, 3)) for r in range(10)}
     assert len(rounds) > 3
     # the blocks follow the same seeded stream as one-at-a-time runs: the cells' order per block
     one_at_a_time = schedule(conds, blocks=4, seed=1)
@@ -106,13 +107,62 @@ def test_side_by_side_refuses_a_workload_that_interleaves_in_one_process(write_p
 def test_rounds_alternate_in_a_recorded_random_order(write_params):
     exp = params.load(write_params(THREE))
     unit = schedule(conditions(exp), blocks=1, seed=1)[0]
-    rounds = [[c.id for c in round_order(unit, r, 5)] for r in range(20)]
+    rounds = [[c.id for _, c in round_order(unit, r, 5)] for r in range(20)]
     assert all(sorted(r) == sorted(c.id for c in unit.conditions) for r in rounds)
     assert len({tuple(r) for r in rounds}) > 10           # orders vary from round to round
     firsts = Counter(r[0] for r in rounds)
     assert len(firsts) >= 3                               # no condition always goes first
-    assert rounds == [[c.id for c in round_order(unit, r, 5)] for r in range(20)]   # reproducible
-    assert rounds != [[c.id for c in round_order(unit, r, 6)] for r in range(20)]
+    assert rounds == [[c.id for _, c in round_order(unit, r, 5)] for r in range(20)]   # reproducible
+    assert rounds != [[c.id for _, c in round_order(unit, r, 6)] for r in range(20)]
+    # the orders runs made before `starts` planned (a resumed one measures in its first order)
+    for r in range(20):
+        before = list(unit.conditions)
+        random.Random(unit_seed(5, unit.seq, r + 1_000)).shuffle(before)
+        assert rounds[r] == [c.id for c in before]
+
+
+def test_starts_per_block_puts_several_servers_of_a_cell_in_one_unit(write_params):
+    """Two starts per block: each unit holds two servers of its cell, each a repetition of its
+    own, and the rounds alternate over every (start, condition)."""
+    exp = params.load(write_params(BETWEEN + "design: {repetitions: 6, starts_per_block: 2}\n"))
+    conds = conditions(exp)
+    units = schedule(conds, blocks=3, seed=1, starts=2)
+    assert len(units) == 9 and {u.starts for u in units} == {2}
+    for block in range(3):
+        assert {tuple(u.repetitions) for u in units if u.block == block} == {(2 * block, 2 * block + 1)}
+    # the blocks' cell orders are the one-start schedule's
+    assert [u.cell for u in units] == [u.cell for u in schedule(conds, blocks=3, seed=1)]
+    rounds = [round_order(units[0], r, 3) for r in range(10)]
+    for order in rounds:
+        assert sorted((r, c.id) for r, c in order) == sorted((r, c.id) for r in (0, 1) for c in units[0].conditions)
+    assert len({tuple(r for r, _ in order) for order in rounds}) > 3    # the starts interleave, not in turn
+
+
+@pytest.mark.parametrize("design, field, message", [
+    ("{repetitions: 5, starts_per_block: 2}", "design.repetitions", "do not fill blocks of 2"),
+    ("{repetitions: 4, starts_per_block: 2, sequential: {min_blocks: 2, max_blocks: 4}}",
+     "design.starts_per_block", "sequential"),
+    ("{starts_per_block: 5}", "design.starts_per_block", "must be <= 4"),
+])
+def test_starts_per_block_refuses_what_it_cannot_plan(write_params, design, field, message):
+    with pytest.raises(ConfigError, match=f"{field}.*{message}"):
+        params.load(write_params(BETWEEN + f"design: {design}\n"))
+
+
+def test_starts_per_block_refuses_a_workload_that_interleaves_in_one_process(write_params):
+    text = """
+    claim: C1
+    targets: {a: {kind: mariadb}}
+    workloads:
+      oltp: {kind: sysbench, test: oltp_read_write, interleave: true}
+    factors:
+      charset:
+        latin1: {workloads: {oltp: {charset: latin1}}}
+        utf8mb4: {workloads: {oltp: {charset: utf8mb4}}}
+    design: {repetitions: 2, starts_per_block: 2}
+    """
+    with pytest.raises(ConfigError, match=r"design.starts_per_block.*interleaves"):
+        conditions(params.load(write_params(text)))
 
 
 def test_schedule_is_reproducible_from_seed(write_params):

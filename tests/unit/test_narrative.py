@@ -142,4 +142,7 @@ def test_design_text_says_how_conditions_met_the_machine():
     assert "randomized blocks" in apart and "together" not in apart
     assert "one server per configuration together" in together and "4 blocks" in together
     assert "collation alternating within each start" in within
+    two = narrative._design_text(base | {"starts_per_block": 2, "within_factors": ["collation"]})
+    assert "blocks of 2 started together (each with its own code layout)" in two
+    assert "collation alternating within each start" in two
     assert all("1 unrecorded warm-up and 9 measured rounds per start" in t for t in (apart, together, within))
