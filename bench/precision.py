@@ -208,6 +208,9 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, help="also write the table as CSV")
     args = ap.parse_args(argv)
     if args.builds is not None:
+        if len(args.builds) == 1:
+            raise ClaimlabError(f"--builds {args.builds[0]}: give two builds or more (pairs are compared), "
+                                "or none for all; one build's runs: --run")
         print_builds({name: table(dirs) for name, dirs in build_runs(args.builds, args.data).items()})
         return 0
     if args.run:

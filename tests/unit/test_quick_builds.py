@@ -66,6 +66,8 @@ def test_the_readmes_agreement_of_two_shipped_builds_is_rerun_from_their_runs(ca
 def test_an_unlisted_build_is_named_in_one_line():
     with pytest.raises(ClaimlabError, match=r"data/quick_builds.json: no build ZZ \(it lists I, J"):
         bench_module("precision").main(["--builds", "I", "ZZ"])
+    with pytest.raises(ClaimlabError, match=r"--builds AJ: give two builds or more"):
+        bench_module("precision").main(["--builds", "AJ"])
 
 
 def test_the_shipped_builds_analysed_together_decide_every_comparison():
