@@ -26,6 +26,9 @@ ROWS_400K = ["AB", "AC", "AD", "AE"]
 # 2026-11-26 01:19-04:16: the tables loaded before the runs (claimlab.preload); AF the first build
 # after the cache was emptied (README, "Loading is set-up"), AI the next session's first
 PRELOADED = ["AF", "AG", "AH", "AI"]
+# 2026-11-26 06:34: C2 on MySQL at five blocks of two server starts together (README, "Two MySQL
+# starts per block")
+TWO_STARTS = ["AJ"]
 
 
 RAW = ROOT / "data" / "raw"
@@ -290,3 +293,57 @@ def test_mariadbs_unicode_level_is_shared_by_a_runs_starts_and_changes_between_r
     assert estimate[high] > 1.14 and all(v < 1.09 for k, v in estimate.items() if k != high), estimate
     low_starts = pd.concat([v for k, v in starts.items() if k != high])
     assert starts[high].min() > low_starts.quantile(0.95) and len(starts[high]) == 12, starts
+
+
+def test_the_two_start_build_agrees_with_the_others_and_its_mysql_unicode_is_in_every_pair_within_3pct(capsys):
+    # README, "Two MySQL starts per block": AB-AJ, 36 pairs, 648 of 648 verdicts alike; 15 pairs
+    # have every C2 estimate within 3%; AJ misses it only against AC-AE, on MariaDB's level
+    builds = [*ROWS_400K, *PRELOADED, *TWO_STARTS]
+    precision = bench_module("precision")
+    assert precision.main(["--builds", *builds]) == 0
+    assert "all 36 pairs: same verdict 648 of 648, same label 634" in capsys.readouterr().out
+    tables = {name: precision.table(dirs) for name, dirs in precision.build_runs(builds, None).items()}
+    over = precision.builds_agreement(tables).set_index("builds")["c2_over_3pct"]
+    assert (over == "-").sum() == 15, over
+    with_aj = over[over.index.str.endswith("vs AJ")]
+    assert not with_aj.str.contains("mysql").any(), with_aj
+    assert sorted(with_aj[with_aj != "-"].index) == ["AC vs AJ", "AD vs AJ", "AE vs AJ"], with_aj
+    # its MySQL C2 run: ten starts in five blocks of two, each start a block of the analysis
+    aj = tables["AJ"].set_index(["comparison", "target"])
+    assert aj.loc[("unicode_vs_general", "mysql"), "n_blocks"] == 10
+    assert aj.loc[("unicode_vs_general", "mysql"), "half_width"] < 0.01
+    (path,) = [d for d in precision.build_runs(["AJ", "AI"], None)["AJ"]
+               if store.read_manifest(d)["experiment"] == "collation_cost"
+               and store.read_manifest(d)["default_target"] == "mysql"]
+    design = store.read_manifest(path)["design"]
+    assert (design["repetitions"], design["starts_per_block"], design["iterations"]) == (10, 2, 10)
+    servers = pd.DataFrame(store.read_jsonl(path / "servers.jsonl"))
+    assert servers.groupby("seq")["pid"].nunique().eq(2).all() and servers["repetition"].nunique() == 10
+
+
+def test_two_starts_per_block_narrow_what_one_run_draws_of_mysqls_layouts():
+    # README, "Two MySQL starts per block": the designs alternated run by run, six runs each
+    # (data/c2_layouts.json); unicode/general per run 1.269-1.300 with one start per block, 1.273-1.292
+    # with two, the blocks' SD 2.7% against 1.6%, so a run's standard error 1.2% against 0.5%
+    listed = json.loads((ROOT / "data" / "c2_layouts.json").read_text())
+    claim = load_claims(ROOT / "data" / "claims.yaml")["C2"]
+    read = {}
+    for design, starts in (("one_start", 1), ("two_starts", 2)):
+        run_ids = listed[design]
+        assert len(run_ids) == 6
+        for run_id in run_ids:
+            manifest = _shipped(run_id)
+            assert manifest["default_target"] == "mysql" and manifest["profile"] == "quick"
+            assert manifest["design"].get("starts_per_block", 1) == starts, run_id
+        (c2,) = report.analyze_runs(run_ids, RAW)
+        unicode = c2.table.set_index("comparison").loc["unicode_vs_general"]
+        spread = stats.run_spread(c2.results, claim).set_index("comparison").loc["unicode_vs_general"]
+        estimates = [float(part.split(": ")[1]) for part in spread["run_estimates"].split(", ")]
+        read[design] = (min(estimates), max(estimates), spread["within_run_sd"], unicode["n_blocks"])
+    assert read["one_start"][:2] == pytest.approx((1.269, 1.300), abs=0.0006), read
+    assert read["two_starts"][:2] == pytest.approx((1.273, 1.292), abs=0.0006), read
+    assert read["one_start"][3] == 30 and read["two_starts"][3] == 60
+    assert read["one_start"][2] == pytest.approx(0.0267, abs=0.0005)
+    assert read["two_starts"][2] == pytest.approx(0.0164, abs=0.0005)
+    # both designs' runs within 3% of each other in this half-hour
+    assert all(hi / lo - 1 < 0.03 for lo, hi, *_ in read.values())
