@@ -414,8 +414,8 @@ class _Process:
 
 
 def _run_unit(ctx: _Context, unit: Unit) -> int:
-    """One server start (side by side: one per cell, started together): every condition of the
-    unit, warm-up, then the rounds.
+    """One server start (side by side: one per cell; with `starts_per_block` k, k per cell; all
+    started together): every condition of the unit, warm-up, then the rounds.
 
     Server starts are numbered per unit (`attempt`) across resumes, so the rows of two server
     processes never share (seq, attempt) with their condition; servers.jsonl maps each to its pid.
@@ -579,8 +579,10 @@ def _run_workload(ctx: _Context, unit: Unit, index: int, procs: dict, attempt: i
         pids = [proc.server.pid for proc in procs.values()]
         # the quiet check reads the span of the warm-up (and of the start, for the first workload)
         window = window.include(pids) if window is not None else accounting.LoadWindow(pids)
+        # one after the other while the warm-up calibrates the speed probe (the run's first unit)
         warm = _warm_up([call for k in range(design.warmup)
-                         for call in calls(round_order(unit, -1 - k, design.seed))])
+                         for call in calls(round_order(unit, -1 - k, design.seed))],
+                        side_by_side=ctx.speed_probe is not None)
         store.event("warmup", seq=unit.seq, workload=exp.workloads[index].name, measurements=len(warm),
                     seconds=round(sum(warm), 4))
         phases.lap("warmup_s")
@@ -640,10 +642,13 @@ def _run_workload(ctx: _Context, unit: Unit, index: int, procs: dict, attempt: i
     return stored
 
 
-def _warm_up(calls: list[tuple[list, Callable[..., dict]]]) -> list[float]:
+def _warm_up(calls: list[tuple[list, Callable[..., dict]]], side_by_side: bool = True) -> list[float]:
     """Run the warm-up calls, each server's in its recorded order, the servers' side by side (one
     thread each: nothing is measured yet, and a unit of several servers then waits for the
-    slowest one's warm-up, not for their sum). Returns each call's seconds."""
+    slowest one's warm-up, not for their sum). Returns each call's seconds. Not `side_by_side`
+    when those calibrate the speed probe: calls side by side share the two CPUs and take longer,
+    and a probe sized from them came out up to twice as long (build AJ: C2 on MySQL, C3 and C4 at
+    2.2-4.1% of measured time against 1.6-2.4% in AI)."""
     per_server: dict[tuple, list] = {}
     for conds, call in calls:
         r, c = conds[0]
@@ -657,7 +662,7 @@ def _warm_up(calls: list[tuple[list, Callable[..., dict]]]) -> list[float]:
             seconds.append(time.perf_counter() - t0)
         return seconds
 
-    if len(per_server) <= 1:
+    if len(per_server) <= 1 or not side_by_side:
         return [t for server_calls in per_server.values() for t in run(server_calls)]
     with ThreadPoolExecutor(len(per_server), thread_name_prefix="claimlab-warmup") as pool:
         return [t for future in [pool.submit(run, server_calls) for server_calls in per_server.values()]
