@@ -26,9 +26,9 @@ ROWS_400K = ["AB", "AC", "AD", "AE"]
 # 2026-11-26 01:19-04:16: the tables loaded before the runs (claimlab.preload); AF the first build
 # after the cache was emptied (README, "Loading is set-up"), AI the next session's first
 PRELOADED = ["AF", "AG", "AH", "AI"]
-# 2026-11-26 06:34: C2 on MySQL at five blocks of two server starts together (README, "Two MySQL
-# starts per block")
-TWO_STARTS = ["AJ"]
+# 2026-11-26 06:34 and 07:13: C2 on MySQL at five blocks of two server starts together (README,
+# "Two MySQL starts per block"); AK with the first unit's warm-up one server after the other
+TWO_STARTS = ["AJ", "AK"]
 
 
 RAW = ROOT / "data" / "raw"
@@ -298,7 +298,7 @@ def test_mariadbs_unicode_level_is_shared_by_a_runs_starts_and_changes_between_r
 def test_the_two_start_build_agrees_with_the_others_and_its_mysql_unicode_is_in_every_pair_within_3pct(capsys):
     # README, "Two MySQL starts per block": AB-AJ, 36 pairs, 648 of 648 verdicts alike; 15 pairs
     # have every C2 estimate within 3%; AJ misses it only against AC-AE, on MariaDB's level
-    builds = [*ROWS_400K, *PRELOADED, *TWO_STARTS]
+    builds = [*ROWS_400K, *PRELOADED, "AJ"]
     precision = bench_module("precision")
     assert precision.main(["--builds", *builds]) == 0
     assert "all 36 pairs: same verdict 648 of 648, same label 634" in capsys.readouterr().out
@@ -347,3 +347,26 @@ def test_two_starts_per_block_narrow_what_one_run_draws_of_mysqls_layouts():
     assert read["two_starts"][2] == pytest.approx(0.0164, abs=0.0005)
     # both designs' runs within 3% of each other in this half-hour
     assert all(hi / lo - 1 < 0.03 for lo, hi, *_ in read.values())
+
+
+def test_a_whole_mysql_run_can_read_unicode_in_the_slower_state():
+    # README, "Two MySQL starts per block": AK's MySQL C2 run (07:16) scanned utf8mb4_unicode_ci
+    # about 11% slower in all ten of its starts, five blocks of two, at ten different code
+    # addresses; its unicode/general read 1.41 against 1.26-1.32 in AB-AJ, while C2's other
+    # comparisons and every verdict agreed with every other build (AB-AK: 45 pairs, 810 of 810)
+    precision = bench_module("precision")
+    builds = [*ROWS_400K, *PRELOADED, *TWO_STARTS]
+    tables = {name: precision.table(dirs) for name, dirs in precision.build_runs(builds, None).items()}
+    pairs = precision.builds_agreement(tables)
+    assert len(pairs) == 45 and pairs["same_verdict"].sum() == pairs["compared"].sum() == 810
+    unicode = {name: t.set_index(["comparison", "target"]).loc[("unicode_vs_general", "mysql"), "estimate"]
+               for name, t in tables.items()}
+    assert 1.40 < unicode.pop("AK") < 1.42 and all(1.26 < v < 1.32 for v in unicode.values()), unicode
+    (path,) = [d for d in precision.build_runs(["AK", "AJ"], None)["AK"]
+               if store.read_manifest(d)["experiment"] == "collation_cost"
+               and store.read_manifest(d)["default_target"] == "mysql"]
+    scans = store.read_results(path)
+    scans = scans[scans["metric"] == "elapsed_s"]
+    starts = scans.groupby(["collation", "repetition"])["value"].quantile(0.1).unstack("collation")
+    per_start = starts["utf8mb4_unicode_ci"] / starts["utf8mb4_general_ci"]
+    assert len(per_start) == 10 and per_start.between(1.38, 1.44).all(), per_start
