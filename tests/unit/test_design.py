@@ -85,23 +85,28 @@ def test_side_by_side_puts_every_cell_of_a_block_in_one_unit(write_params):
         ["+".join(u.cell for u in one_at_a_time if u.block == b) for b in range(4)]
 
 
-def test_side_by_side_refuses_a_workload_that_interleaves_in_one_process(write_params):
-    text = """
-    claim: C1
-    targets: {a: {kind: mariadb}}
-    workloads:
-      oltp: {kind: sysbench, test: oltp_read_write, interleave: true}
-    factors:
-      charset:
-        latin1: {workloads: {oltp: {charset: latin1}}}
-        utf8mb4: {workloads: {oltp: {charset: utf8mb4}}}
-      binlog:
-        "off": {server: {log_bin: false}}
-        "on": {server: {log_bin: true}}
-    design: {side_by_side: true}
-    """
-    with pytest.raises(ConfigError, match=r"design.side_by_side.*interleaves"):
-        conditions(params.load(write_params(text)))
+INTERLEAVED = """
+claim: C1
+targets: {a: {kind: mariadb}}
+workloads:
+  oltp: {kind: sysbench, test: oltp_read_write, interleave: true}
+factors:
+  charset:
+    latin1: {workloads: {oltp: {charset: latin1}}}
+    utf8mb4: {workloads: {oltp: {charset: utf8mb4}}}
+"""
+
+
+@pytest.mark.parametrize("extra, field", [
+    ('  binlog:\n    "off": {server: {log_bin: false}}\n    "on": {server: {log_bin: true}}\n'
+     "design: {side_by_side: true}\n", "design.side_by_side"),
+    ("design: {repetitions: 2, starts_per_block: 2}\n", "design.starts_per_block"),
+], ids=["side_by_side", "starts_per_block"])
+def test_servers_together_refuse_a_workload_that_interleaves_in_one_process(write_params, extra, field):
+    """One sysbench process measuring every level cannot alternate with another server: side by
+    side cells and several starts per block both refuse it, naming their own field."""
+    with pytest.raises(ConfigError, match=rf"{field}.*interleaves"):
+        conditions(params.load(write_params(INTERLEAVED + extra)))
 
 
 def test_rounds_alternate_in_a_recorded_random_order(write_params):
@@ -147,22 +152,6 @@ def test_starts_per_block_puts_several_servers_of_a_cell_in_one_unit(write_param
 def test_starts_per_block_refuses_what_it_cannot_plan(write_params, design, field, message):
     with pytest.raises(ConfigError, match=f"{field}.*{message}"):
         params.load(write_params(BETWEEN + f"design: {design}\n"))
-
-
-def test_starts_per_block_refuses_a_workload_that_interleaves_in_one_process(write_params):
-    text = """
-    claim: C1
-    targets: {a: {kind: mariadb}}
-    workloads:
-      oltp: {kind: sysbench, test: oltp_read_write, interleave: true}
-    factors:
-      charset:
-        latin1: {workloads: {oltp: {charset: latin1}}}
-        utf8mb4: {workloads: {oltp: {charset: utf8mb4}}}
-    design: {repetitions: 2, starts_per_block: 2}
-    """
-    with pytest.raises(ConfigError, match=r"design.starts_per_block.*interleaves"):
-        conditions(params.load(write_params(text)))
 
 
 def test_schedule_is_reproducible_from_seed(write_params):
