@@ -336,10 +336,11 @@ def _design_text(d: dict) -> str:
     per_start = f"{d['warmup']} unrecorded warm-up and {d['iterations']} measured rounds per start"
     within = d.get("within_factors") or []
     alternate = f"; {', '.join(within)} alternating within each start" if within else ""
-    if d.get("side_by_side"):
-        return (f"{d['repetitions']} blocks, each starting one server per configuration together and "
-                f"alternating the rounds between them in a random order{alternate}; {per_start}")
     k = d.get("starts_per_block") or 1
+    if d.get("side_by_side"):
+        each = "one server" if k == 1 else f"{k} servers (each with its own code layout)"
+        return (f"{d['repetitions'] // k} blocks, each starting {each} per configuration together and "
+                f"alternating the rounds between them in a random order{alternate}; {per_start}")
     if k > 1:
         return (f"{d['repetitions']} server starts per configuration in randomized blocks of {k} started "
                 f"together (each with its own code layout), the rounds alternating between them{alternate}; "

@@ -145,4 +145,6 @@ def test_design_text_says_how_conditions_met_the_machine():
     two = narrative._design_text(base | {"starts_per_block": 2, "within_factors": ["collation"]})
     assert "blocks of 2 started together (each with its own code layout)" in two
     assert "collation alternating within each start" in two
+    both = narrative._design_text(base | {"side_by_side": True, "starts_per_block": 2})
+    assert "2 blocks, each starting 2 servers (each with its own code layout) per configuration together" in both
     assert all("1 unrecorded warm-up and 9 measured rounds per start" in t for t in (apart, together, within))
