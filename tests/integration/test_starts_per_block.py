@@ -98,3 +98,31 @@ def test_a_lost_start_restarts_both_and_keeps_every_row_once(tmp_path, write_par
     assert len(elapsed) == 2 * 2 * 4 and not elapsed.duplicated(["condition", "repetition", "iteration"]).any()
     assert elapsed["attempt"].value_counts().sort_index().tolist() == [1, 15]
     assert not any(pid_alive(s["pid"]) for s in servers)
+
+
+def test_side_by_side_cells_with_two_starts_each_run_four_servers_at_once(tmp_path, write_params, mariadbd):
+    text = """
+claim: C4
+targets:
+  default: {kind: mariadb, options: {innodb_buffer_pool_size: 64M}}
+workloads:
+  insert_loop: {kind: proc_insert_loop, rows: 100}
+factors:
+  binlog:
+    "off": {server: {log_bin: false}}
+    "on": {server: {log_bin: true, sync_binlog: 1}}
+design: {repetitions: 2, warmup: 1, iterations: 3, side_by_side: true, starts_per_block: 2}
+"""
+    outcome = runner.run(params.load(write_params(text, name="binlog_default")), data_root=tmp_path / "raw",
+                         work_root=tmp_path / "work", progress=False)
+    assert outcome.status == "complete" and outcome.measurements == 2 * 2 * 3
+    servers = pd.DataFrame(read_jsonl(outcome.path / "servers.jsonl"))
+    # one unit: both configurations, two starts of each, four processes alive together
+    assert servers["seq"].eq(0).all() and servers["pid"].nunique() == 4
+    assert sorted(zip(servers["condition"], servers["repetition"])) == [
+        ("binlog=off", 0), ("binlog=off", 1), ("binlog=on", 0), ("binlog=on", 1)]
+    elapsed = _elapsed(outcome.path)
+    assert not elapsed.duplicated(["condition", "repetition", "iteration"]).any()
+    # each repetition pairs one off-server with one on-server, round by round
+    assert elapsed.groupby(["repetition", "iteration"])["condition"].nunique().eq(2).all()
+    assert not any(pid_alive(pid) for pid in servers["pid"])
