@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import itertools
 import json
 import shutil
 import signal
@@ -500,7 +501,7 @@ def _run_unit(ctx: _Context, unit: Unit) -> int:
     return stored
 
 
-def _slot(ctx: _Context, group, start: int = 0) -> tuple[int, Path] | None:
+def _slot(ctx: _Context, group, start: int) -> tuple[int, Path] | None:
     """Which data directory a cell's server (its `start`-th of a unit) uses this time, and its
     home (None: not a local server). Each start of a unit has two (2 * start and the next), and
     takes the other one when its last server is still shutting down and its shutdown is slow
@@ -549,7 +550,7 @@ def _run_workload(ctx: _Context, unit: Unit, index: int, procs: dict, attempt: i
     exp, store, design = ctx.exp, ctx.store, ctx.exp.design
     pairs = {c.id: (c, c.workloads[index]) for c in unit.conditions}
     todo = {(r, cid, i) for r in range(unit.starts) for cid, (c, w) in pairs.items()
-            for i in range(design.iterations) if (cid, w.name, unit.repetition + r, i) not in ctx.done}
+            for i in range(design.iterations) if (cid, w.name, procs[c.cell, r].repetition, i) not in ctx.done}
     if not todo:
         return 0
     for r in range(unit.starts):
@@ -566,8 +567,8 @@ def _run_workload(ctx: _Context, unit: Unit, index: int, procs: dict, attempt: i
         else:
             sessions = {(r, cid): stack.enter_context(w.session(procs[c.cell, r].server,
                                                                 unit_seed(design.seed, unit.seq, n)))
-                        for n, (r, (cid, (c, w))) in enumerate((r, item) for r in range(unit.starts)
-                                                               for item in pairs.items())}
+                        for n, (r, (cid, (c, w))) in enumerate(itertools.product(range(unit.starts),
+                                                                                 pairs.items()))}
 
         def calls(order: list) -> list[tuple[list, Callable[..., dict]]]:
             """What one round runs: one call for all levels, or one call per (start, level) in order."""
