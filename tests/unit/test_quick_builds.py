@@ -6,6 +6,7 @@ says of those pairs and of the builds analysed together holds."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -33,6 +34,20 @@ TWO_STARTS = ["AJ", "AK", "AL", "AM"]
 
 
 RAW = ROOT / "data" / "raw"
+
+
+def _c2_mysql_run(dirs: list) -> Path:
+    """A build's C2 run on MySQL."""
+    (path,) = [d for d in dirs if store.read_manifest(d)["experiment"] == "collation_cost"
+               and store.read_manifest(d)["default_target"] == "mysql"]
+    return path
+
+
+def _per_start(path: Path) -> pd.DataFrame:
+    """Each server start's fastest tenth of scans (seconds), a column per collation."""
+    df = store.read_results(path)
+    scans = df[df["metric"] == "elapsed_s"]
+    return scans.groupby(["collation", "repetition"])["value"].quantile(0.1).unstack("collation")
 
 
 def _shipped(run_id: str) -> dict:
@@ -219,11 +234,7 @@ def test_mysqls_unicode_scan_takes_a_slower_state_for_a_whole_server_start():
     builds = bench_module("precision").build_runs([*ROWS_400K, *PRELOADED], None)
     high = {}
     for name, dirs in builds.items():
-        (path,) = [d for d in dirs if store.read_manifest(d)["experiment"] == "collation_cost"
-                   and store.read_manifest(d)["default_target"] == "mysql"]
-        df = store.read_results(path)
-        scans = df[df["metric"] == "elapsed_s"]
-        starts = scans.groupby(["collation", "repetition"])["value"].quantile(0.1).unstack("collation")
+        starts = _per_start(_c2_mysql_run(dirs))
         level = starts / starts.median()
         assert (level["utf8mb4_general_ci"].between(0.97, 1.03)).all(), (name, level)
         unicode = level["utf8mb4_unicode_ci"]
@@ -313,9 +324,7 @@ def test_the_two_start_build_agrees_with_the_others_and_its_mysql_unicode_is_in_
     aj = tables["AJ"].set_index(["comparison", "target"])
     assert aj.loc[("unicode_vs_general", "mysql"), "n_blocks"] == 10
     assert aj.loc[("unicode_vs_general", "mysql"), "half_width"] < 0.01
-    (path,) = [d for d in precision.build_runs(["AJ", "AI"], None)["AJ"]
-               if store.read_manifest(d)["experiment"] == "collation_cost"
-               and store.read_manifest(d)["default_target"] == "mysql"]
+    path = _c2_mysql_run(precision.build_runs(["AJ"], None)["AJ"])
     design = store.read_manifest(path)["design"]
     assert (design["repetitions"], design["starts_per_block"], design["iterations"]) == (10, 2, 10)
     servers = pd.DataFrame(store.read_jsonl(path / "servers.jsonl"))
@@ -371,11 +380,6 @@ def test_a_whole_mysql_run_can_read_unicode_in_the_slower_state():
     unicode = {name: t.set_index(["comparison", "target"]).loc[("unicode_vs_general", "mysql"), "estimate"]
                for name, t in tables.items()}
     assert 1.40 < unicode.pop("AK") < 1.42 and all(1.26 < v < 1.32 for v in unicode.values()), unicode
-    (path,) = [d for d in precision.build_runs(["AK", "AJ"], None)["AK"]
-               if store.read_manifest(d)["experiment"] == "collation_cost"
-               and store.read_manifest(d)["default_target"] == "mysql"]
-    scans = store.read_results(path)
-    scans = scans[scans["metric"] == "elapsed_s"]
-    starts = scans.groupby(["collation", "repetition"])["value"].quantile(0.1).unstack("collation")
+    starts = _per_start(_c2_mysql_run(precision.build_runs(["AK"], None)["AK"]))
     per_start = starts["utf8mb4_unicode_ci"] / starts["utf8mb4_general_ci"]
     assert len(per_start) == 10 and per_start.between(1.38, 1.44).all(), per_start
