@@ -649,12 +649,8 @@ def _warm_up(calls: list[tuple[list, Callable[..., dict]]], side_by_side: bool =
     slowest one's warm-up, not for their sum). Returns each call's seconds. Not `side_by_side`
     when those calibrate the speed probe: calls side by side share the two CPUs and take longer,
     and a probe sized from them came out up to twice as long (build AJ: C2 on MySQL, C3 and C4 at
-    2.2-4.1% of measured time against 1.6-2.4% in AI)."""
-    per_server: dict[tuple, list] = {}
-    for conds, call in calls:
-        r, c = conds[0]
-        per_server.setdefault((c.cell, r), []).append(call)
-
+    2.2-4.1% of measured time against 1.6-2.4% in AI); then the calls run one at a time in the
+    recorded round order, as the rounds after them do."""
     def run(server_calls: list) -> list[float]:
         seconds = []
         for call in server_calls:
@@ -663,8 +659,12 @@ def _warm_up(calls: list[tuple[list, Callable[..., dict]]], side_by_side: bool =
             seconds.append(time.perf_counter() - t0)
         return seconds
 
+    per_server: dict[tuple, list] = {}
+    for conds, call in calls:
+        r, c = conds[0]
+        per_server.setdefault((c.cell, r), []).append(call)
     if len(per_server) <= 1 or not side_by_side:
-        return [t for server_calls in per_server.values() for t in run(server_calls)]
+        return run([call for _, call in calls])
     with ThreadPoolExecutor(len(per_server), thread_name_prefix="claimlab-warmup") as pool:
         return [t for future in [pool.submit(run, server_calls) for server_calls in per_server.values()]
                 for t in future.result()]

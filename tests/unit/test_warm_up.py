@@ -1,5 +1,5 @@
 """The warm-up's scheduling: each server's calls in their recorded order, the servers side by side
-once the speed probe is calibrated, one after the other while its length calibrates it."""
+once the speed probe is calibrated, one after the other in that order while its length calibrates it."""
 
 import threading
 from types import SimpleNamespace
@@ -33,8 +33,8 @@ def test_side_by_side_each_server_warms_up_in_a_thread_of_its_own_in_its_order()
     assert [i for r, i, _ in log if r == 0] == [0, 3, 4] and [i for r, i, _ in log if r == 1] == [1, 2, 5]
 
 
-def test_while_calibrating_every_call_runs_in_the_callers_thread_server_by_server():
+def test_while_calibrating_every_call_runs_in_the_callers_thread_in_the_recorded_order():
     log = []
     assert len(_warm_up(_calls(log), side_by_side=False)) == 6
     assert {t for *_, t in log} == {threading.get_ident()}
-    assert [(r, i) for r, i, _ in log] == [(0, 0), (0, 3), (0, 4), (1, 1), (1, 2), (1, 5)]
+    assert [(r, i) for r, i, _ in log] == [(0, 0), (1, 1), (1, 2), (0, 3), (0, 4), (1, 5)]
