@@ -50,6 +50,20 @@ def _per_start(path: Path) -> pd.DataFrame:
     return scans.groupby(["collation", "repetition"])["value"].quantile(0.1).unstack("collation")
 
 
+_TABLES: dict[str, pd.DataFrame] = {}   # build -> its precision table (_tables)
+
+
+def _tables(builds: list[str]) -> dict[str, pd.DataFrame]:
+    """Each build's precision table, read once per test session: several tests compare the same
+    builds (callers only derive new frames from them)."""
+    precision = bench_module("precision")
+    missing = [name for name in builds if name not in _TABLES]
+    if missing:
+        _TABLES.update({name: precision.table(dirs) for name, dirs in precision.build_runs(missing, None).items()})
+    return {name: _TABLES[name] for name in builds}
+
+
+
 def _shipped(run_id: str) -> dict:
     """A shipped run's manifest, once its checksums are seen to match it."""
     path = store.find_run(run_id, RAW)
@@ -111,7 +125,7 @@ def test_the_predicted_agreement_of_two_builds_follows_the_shipped_builds():
     # builds whose labels agreed, against stats.agreement_chance from the builds pooled (builds of
     # one design: the current quick profiles)
     precision = bench_module("precision")
-    tables = {name: precision.table(dirs) for name, dirs in precision.build_runs(EARLIER_HOST, None).items()}
+    tables = _tables(EARLIER_HOST)
     chance = precision.replication(tables).set_index(["claim", "comparison", "target"])
     pairs = precision.builds_agreement(tables)
     differing_pairs = (chance["agreed"] < 1).sum()
@@ -130,14 +144,14 @@ def test_the_family_26_builds_agree_but_on_one_comparison_and_differ_from_the_ea
     # only C2 unicode/general on MariaDB differs (X ran to its cap of 36 starts at 1.051, on the
     # band's edge), and C2's MySQL ratio there is 1.44-1.48 against 1.76-1.84 on the earlier host
     precision = bench_module("precision")
-    assert precision.main(["--builds", *FAMILY_26]) == 0
+    precision.print_builds(_tables(FAMILY_26))
     out = capsys.readouterr().out
     rows = {" ".join(line.split()[:3]): line.split()[3:8] for line in out.splitlines() if " vs " in line[:8]}
     assert rows == {"X vs Y": ["18", "17", "17", "1", "0"], "X vs Z": ["18", "17", "17", "1", "0"],
                     "X vs AA": ["18", "17", "17", "1", "0"], "Y vs Z": ["18", "18", "18", "0", "0"],
                     "Y vs AA": ["18", "18", "18", "0", "0"], "Z vs AA": ["18", "18", "18", "0", "0"]}, out
     assert "C2 unicode_vs_general mariadb:" in out and "X: 1.051 [1.047, 1.056] inconclusive" in out
-    tables = {name: precision.table(dirs) for name, dirs in precision.build_runs(FAMILY_26 + ["V"], None).items()}
+    tables = _tables(FAMILY_26 + ["V"])
     for name, table in tables.items():
         main = table[(table["comparison"] == "uca_ai_vs_utf8mb3") & (table["target"] == "mysql")]["estimate"].item()
         assert (1.76 <= main <= 1.84) if name == "V" else (1.43 <= main <= 1.49), (name, main)
@@ -183,11 +197,11 @@ def test_the_400k_builds_agree_on_every_verdict_and_their_c2_main_estimates_with
     # utf8mb4_general/utf8mb3 within 1.2% over the four builds on both servers; unicode/general moved
     # by more than 3%: 3.4% on MySQL, 8% on MariaDB (AB 1.060, AC-AE 1.133-1.147)
     precision = bench_module("precision")
-    assert precision.main(["--builds", *ROWS_400K]) == 0
+    precision.print_builds(_tables(ROWS_400K))
     out = capsys.readouterr().out
     assert "all 6 pairs: same verdict 108 of 108, same label 104" in out
     assert out.count("C4 binlog_on_vs_off mysql:") == 1 and "C2 " not in out.split("How often")[0].split("pairs:")[1]
-    tables = {name: precision.table(dirs) for name, dirs in precision.build_runs(ROWS_400K, None).items()}
+    tables = _tables(ROWS_400K)
     c2 = pd.concat([table.assign(build=name) for name, table in tables.items()])
     c2 = c2[c2["claim"] == "C2"].pivot_table(index=["comparison", "target"], columns="build", values="estimate")
     spread = c2.max(axis=1) / c2.min(axis=1) - 1
@@ -204,12 +218,11 @@ def test_the_preloaded_builds_agree_with_the_400k_ones_and_read_unicode_at_its_l
     # against 1.13-1.15 in AC-AE, while C2's other comparisons stay within 1.5% (AG's MySQL
     # utf8mb4_general/utf8mb3 0.990, the lowest)
     precision = bench_module("precision")
-    assert precision.main(["--builds", *ROWS_400K, *PRELOADED]) == 0
+    precision.print_builds(_tables([*ROWS_400K, *PRELOADED]))
     out = capsys.readouterr().out
     assert "all 28 pairs: same verdict 504 of 504, same label 492" in out
     assert out.count("C4 binlog_on_vs_off mysql:") == 1 and "C2 " not in out.split("How often")[0].split("pairs:")[1]
-    tables = {name: precision.table(dirs)
-              for name, dirs in precision.build_runs([*ROWS_400K, *PRELOADED], None).items()}
+    tables = _tables([*ROWS_400K, *PRELOADED])
     c2 = pd.concat([table.assign(build=name) for name, table in tables.items()])
     c2 = c2[c2["claim"] == "C2"].pivot_table(index=["comparison", "target"], columns="build", values="estimate")
     spread = c2.max(axis=1) / c2.min(axis=1) - 1
@@ -312,9 +325,9 @@ def test_the_two_start_build_agrees_with_the_others_and_its_mysql_unicode_is_in_
     # have every C2 estimate within 3%; AJ misses it only against AC-AE, on MariaDB's level
     builds = [*ROWS_400K, *PRELOADED, "AJ"]
     precision = bench_module("precision")
-    assert precision.main(["--builds", *builds]) == 0
+    precision.print_builds(_tables(builds))
     assert "all 36 pairs: same verdict 648 of 648, same label 634" in capsys.readouterr().out
-    tables = {name: precision.table(dirs) for name, dirs in precision.build_runs(builds, None).items()}
+    tables = _tables(builds)
     over = precision.builds_agreement(tables).set_index("builds")["c2_over_3pct"]
     assert (over == "-").sum() == 15, over
     with_aj = over[over.index.str.endswith("vs AJ")]
@@ -369,7 +382,7 @@ def test_a_whole_mysql_run_can_read_unicode_in_the_slower_state():
     # estimate within it
     precision = bench_module("precision")
     builds = [*ROWS_400K, *PRELOADED, *TWO_STARTS]
-    tables = {name: precision.table(dirs) for name, dirs in precision.build_runs(builds, None).items()}
+    tables = _tables(builds)
     pairs = precision.builds_agreement(tables)
     assert len(pairs) == 66 and pairs["same_verdict"].sum() == pairs["compared"].sum() == 1188
     over = pairs.set_index("builds")["c2_over_3pct"]
