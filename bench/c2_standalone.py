@@ -20,7 +20,7 @@ rounds after the first three) and each collation's ratio to utf8mb3_general_ci. 
 utf8mb4_general/utf8mb3 at 0.91 and 0900_ai_ci/utf8mb3 at 1.31 with 400,000 and 1,000,000 rows,
 and this script read 0.99-1.00 and 1.42-1.46 later, with each of the harness's differences and all
 together. It was the machine, not the harness: the same harness run at 22:22 read 0.999 and 1.44
-(README, "For half an hour, one MySQL ratio moved by 9%").
+(data/README.md, "For half an hour, one MySQL ratio moved by 9%").
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ def test_standalone_scan_prints_every_collation_against_utf8mb3(capsys, mariadbd
 
 
 def test_starts_print_each_starts_code_address_and_a_fixed_layout_keeps_it(capsys, mariadbd):
-    # README, "MySQL's unicode scan has a state of its own": the per-start lines, and the layout
+    # data/README.md, "MySQL's unicode scan has a state of its own": the per-start lines, and the layout
     # held fixed (ADDR_NO_RANDOMIZE for the servers only: this process's own flag is set back)
     if subprocess.run(["setarch", "-R", "true"], capture_output=True).returncode != 0:
         pytest.skip("this host refuses personality(ADDR_NO_RANDOMIZE) (a container's seccomp profile)")

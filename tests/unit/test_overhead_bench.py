@@ -46,7 +46,7 @@ def test_runs_from_before_the_correction_read_their_snapshots_as_measured(overhe
 
 
 def test_every_claim_of_the_400k_builds_keeps_its_overhead_under_a_quarter_with_a_warm_cache(overhead):
-    """README, "Less around the measurement": builds AD and AE (the committed code, the data
+    """data/README.md, "Less around the measurement": builds AD and AE (the committed code, the data
     directory cache warm) read every claim at or under the issue's 25%; AB, the first build after
     the change, paid its loads and cache copies once (C2 and C3 over 25%)."""
     builds = json.loads((ROOT / "data" / "quick_builds.json").read_text())
@@ -60,12 +60,12 @@ def test_every_claim_of_the_400k_builds_keeps_its_overhead_under_a_quarter_with_
         assert (claims(name) <= 0.25).all(), (name, claims(name))
     first = claims("AB")
     assert first["collation_cost"] > 0.25 and first["insert_57_vs_80"] > 0.25
-    # README, "Loading is set-up": AF, the first build after the cache was emptied again, loaded
+    # data/README.md, "Loading is set-up": AF, the first build after the cache was emptied again, loaded
     # its tables before the runs (claimlab.preload), and its runs stayed under a quarter too; AG,
     # AH and AI (the next session's) are the builds after it.
     for name in ("AF", "AG", "AH", "AI"):
         assert (claims(name) <= 0.25).all(), (name, claims(name))
-    # README, "Two MySQL starts per block": AJ, C2's MySQL starts two at a time, their warm-ups
+    # data/README.md, "Two MySQL starts per block": AJ, C2's MySQL starts two at a time, their warm-ups
     # side by side: C2 at 22.0%, every claim 14-23%
     aj = claims("AJ")
     assert (aj <= 0.25).all() and aj["collation_cost"] == pytest.approx(0.220, abs=0.001), aj

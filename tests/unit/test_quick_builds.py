@@ -1,7 +1,7 @@
 """The quick builds shipped for issue 12's agreement check (data/quick_builds.json): every listed
-run is in data/raw, intact, quick, and each build holds one run per experiment and server, so the
-README's `bench/precision.py --builds` re-reads every pair from a clean clone, and what the README
-says of those pairs and of the builds analysed together holds."""
+run is in data/raw, intact, quick, and each build holds one run per experiment and server, so
+`bench/precision.py --builds` re-reads every pair from a clean clone, and what data/README.md (the
+builds' record) and the README say of those pairs and of the builds analysed together holds."""
 
 from __future__ import annotations
 
@@ -18,17 +18,17 @@ from conftest import ROOT, bench_module
 
 # The builds made on the host of 2026-11-23/25 (its CPU family was not recorded; kernel
 # 6.18.44-fc-v669) with the fixed quick designs, and those of the family-26 EPYC host of
-# 2026-11-25 19:20-21:08 with C2 and C3 sequential on MariaDB (README, "A second host").
+# 2026-11-25 19:20-21:08 with C2 and C3 sequential on MariaDB (data/README.md, "A second host").
 EARLIER_HOST = ["I", "J", "K", "L", "M", "N", "Q", "V"]
 FAMILY_26 = ["X", "Y", "Z", "AA"]
 # The same host, 2026-11-25 23:04-23:36: C2's quick tables at 400,000 rows, the look beside the
-# next start, MySQL's data directories cached (README, "Less around the measurement")
+# next start, MySQL's data directories cached (data/README.md, "Less around the measurement")
 ROWS_400K = ["AB", "AC", "AD", "AE"]
 # 2026-11-26 01:19-04:16: the tables loaded before the runs (claimlab.preload); AF the first build
-# after the cache was emptied (README, "Loading is set-up"), AI the next session's first
+# after the cache was emptied (data/README.md, "Loading is set-up"), AI the next session's first
 PRELOADED = ["AF", "AG", "AH", "AI"]
 # 2026-11-26 06:34, 07:13, 07:47 and 08:17: C2 on MySQL at five blocks of two server starts
-# together (README, "Two MySQL starts per block"); AK-AM with the first unit's warm-up one server
+# together (data/README.md, "Two MySQL starts per block"); AK-AM with the first unit's warm-up one server
 # after the other
 TWO_STARTS = ["AJ", "AK", "AL", "AM"]
 
@@ -89,7 +89,7 @@ def test_the_readmes_agreement_of_two_shipped_builds_is_rerun_from_their_runs(ca
     precision = bench_module("precision")
     assert precision.main(["--builds", "I", "J"]) == 0
     out = capsys.readouterr().out
-    # README, "Do two quick builds agree?": I vs J, 16 of 18 verdicts and labels, both differences
+    # data/README.md, "Do two quick builds agree?": I vs J, 16 of 18 verdicts and labels, both differences
     # marked near an edge; the comparisons that differ are listed with each build's interval
     row = next(line.split() for line in out.splitlines() if line.startswith("I vs J"))
     assert row[3:8] == ["18", "16", "16", "2", "2"], out
@@ -104,7 +104,7 @@ def test_an_unlisted_build_is_named_in_one_line():
 
 
 def test_the_shipped_builds_analysed_together_decide_every_comparison():
-    # README, "Analysed together, runs as the top level": what one quick run leaves near an edge,
+    # data/README.md, "Analysed together, runs as the top level": what one quick run leaves near an edge,
     # the shipped builds of one host settle, runs as the top level
     builds = bench_module("precision").build_runs(EARLIER_HOST, None)
     claims = load_claims(ROOT / "data" / "claims.yaml")
@@ -121,7 +121,7 @@ def test_the_shipped_builds_analysed_together_decide_every_comparison():
 
 
 def test_the_predicted_agreement_of_two_builds_follows_the_shipped_builds():
-    # README, "What it would take": per comparison and server, the share of pairs of shipped
+    # data/README.md, "What it would take": per comparison and server, the share of pairs of shipped
     # builds whose labels agreed, against stats.agreement_chance from the builds pooled (builds of
     # one design: the current quick profiles)
     precision = bench_module("precision")
@@ -140,7 +140,7 @@ def test_the_predicted_agreement_of_two_builds_follows_the_shipped_builds():
 
 
 def test_the_family_26_builds_agree_but_on_one_comparison_and_differ_from_the_earlier_host(capsys):
-    # README, "A second host": four builds on the family-26 host, C2 and C3 sequential on MariaDB;
+    # data/README.md, "A second host": four builds on the family-26 host, C2 and C3 sequential on MariaDB;
     # only C2 unicode/general on MariaDB differs (X ran to its cap of 36 starts at 1.051, on the
     # band's edge), and C2's MySQL ratio there is 1.44-1.48 against 1.76-1.84 on the earlier host
     precision = bench_module("precision")
@@ -161,8 +161,8 @@ def test_the_family_26_builds_agree_but_on_one_comparison_and_differ_from_the_ea
 
 
 def test_the_family_26_full_runs_are_whole_intact_and_say_their_processor():
-    # README, "Full runs on the family-26 host": one full run per claim and server, each recording
-    # the processor it ran on; what the README's table says of C2 on MySQL holds: the 20:16 run read
+    # data/README.md, "Full runs on the family-26 host": one full run per claim and server, each recording
+    # the processor it ran on; what its table says of C2 on MySQL holds: the 20:16 run read
     # in a machine state ("For half an hour, one MySQL ratio moved"), its 22:22 rerun outside it
     listed = json.loads((ROOT / "data" / "full_runs_family26.json").read_text())
     assert set(listed["runs"]) == set(report.NOTEBOOKS)
@@ -192,7 +192,7 @@ def test_the_family_26_full_runs_are_whole_intact_and_say_their_processor():
 
 
 def test_the_400k_builds_agree_on_every_verdict_and_their_c2_main_estimates_within_3_percent(capsys):
-    # README, "Less around the measurement": six pairs, 108 of 108 verdicts alike; the only label
+    # data/README.md, "Less around the measurement": six pairs, 108 of 108 verdicts alike; the only label
     # that differs is C4's size on MySQL, marked near the published 2.85; C2's main comparison and
     # utf8mb4_general/utf8mb3 within 1.2% over the four builds on both servers; unicode/general moved
     # by more than 3%: 3.4% on MySQL, 8% on MariaDB (AB 1.060, AC-AE 1.133-1.147)
@@ -213,7 +213,7 @@ def test_the_400k_builds_agree_on_every_verdict_and_their_c2_main_estimates_with
 
 
 def test_the_preloaded_builds_agree_with_the_400k_ones_and_read_unicode_at_its_lower_level(capsys):
-    # README, "Loading is set-up": AB-AI, 28 pairs, 504 of 504 verdicts alike, the labels that
+    # data/README.md, "Loading is set-up": AB-AI, 28 pairs, 504 of 504 verdicts alike, the labels that
     # differ all C4's size on MySQL; MariaDB's unicode/general reads 1.06 in AF-AI as in AB,
     # against 1.13-1.15 in AC-AE, while C2's other comparisons stay within 1.5% (AG's MySQL
     # utf8mb4_general/utf8mb3 0.990, the lowest)
@@ -240,7 +240,7 @@ def test_the_preloaded_builds_agree_with_the_400k_ones_and_read_unicode_at_its_l
 
 
 def test_mysqls_unicode_scan_takes_a_slower_state_for_a_whole_server_start():
-    # README, "Loading is set-up": in AB-AI's MySQL C2 runs, 4 of 40 server starts scanned the
+    # data/README.md, "Loading is set-up": in AB-AI's MySQL C2 runs, 4 of 40 server starts scanned the
     # utf8mb4_unicode_ci table 6-9% slower than their run's median start (each start's fastest
     # tenth of scans; the rest within 3%), while the same starts' utf8mb4_general_ci scans did not;
     # AI drew two of them, and its unicode/general read 1.32 against 1.26-1.31
@@ -258,7 +258,7 @@ def test_mysqls_unicode_scan_takes_a_slower_state_for_a_whole_server_start():
 
 
 def test_c2s_unicode_level_moved_with_the_hour_not_with_the_tables_size():
-    # README, "The quick table's size": alternated at 23:53-23:57, both sizes read MariaDB's
+    # data/README.md, "The quick table's size": alternated at 23:53-23:57, both sizes read MariaDB's
     # unicode/general at 1.136-1.157, where 200,000-row runs had read 1.05-1.07 until 22:43
     listed = json.loads((ROOT / "data" / "c2_sizes_family26.json").read_text())
     unicode = {}
@@ -274,7 +274,7 @@ def test_c2s_unicode_level_moved_with_the_hour_not_with_the_tables_size():
 
 
 def test_a_second_set_of_full_runs_on_the_family_26_host_agrees_but_on_three_c2_comparisons(capsys):
-    # README, "Full runs on the family-26 host": made 3.5 hours after the first set; 15 of 18
+    # data/README.md, "Full runs on the family-26 host": made 3.5 hours after the first set; 15 of 18
     # verdicts alike, the three that differ are C2's (MySQL's utf8mb3 state of 20:13, MariaDB's
     # unicode level of the hour, and utf8mb4_general/utf8mb3 on MariaDB by its edge); C4 at the full
     # profile within 1% on both servers
@@ -301,7 +301,7 @@ def test_a_second_set_of_full_runs_on_the_family_26_host_agrees_but_on_three_c2_
 
 
 def test_mariadbs_unicode_level_is_shared_by_a_runs_starts_and_changes_between_runs():
-    # README, "What MariaDB's unicode level is not": 20:09 and 20:13 low, 20:11 between them high,
+    # data/README.md, "What MariaDB's unicode level is not": 20:09 and 20:13 low, 20:11 between them high,
     # every one of its twelve starts above every start of the low runs but one; 00:57 low again
     listed = json.loads((ROOT / "data" / "c2_unicode_level.json").read_text())["runs"]
     estimate, starts = {}, {}
@@ -321,7 +321,7 @@ def test_mariadbs_unicode_level_is_shared_by_a_runs_starts_and_changes_between_r
 
 
 def test_the_two_start_build_agrees_with_the_others_and_its_mysql_unicode_is_in_every_pair_within_3pct(capsys):
-    # README, "Two MySQL starts per block": AB-AJ, 36 pairs, 648 of 648 verdicts alike; 15 pairs
+    # data/README.md, "Two MySQL starts per block": AB-AJ, 36 pairs, 648 of 648 verdicts alike; 15 pairs
     # have every C2 estimate within 3%; AJ misses it only against AC-AE, on MariaDB's level
     builds = [*ROWS_400K, *PRELOADED, "AJ"]
     precision = bench_module("precision")
@@ -345,7 +345,7 @@ def test_the_two_start_build_agrees_with_the_others_and_its_mysql_unicode_is_in_
 
 
 def test_two_starts_per_block_narrow_what_one_run_draws_of_mysqls_layouts():
-    # README, "Two MySQL starts per block": the designs alternated run by run, six runs each
+    # data/README.md, "Two MySQL starts per block": the designs alternated run by run, six runs each
     # (data/c2_layouts.json); unicode/general per run 1.269-1.300 with one start per block, 1.273-1.292
     # with two, the blocks' SD 2.7% against 1.6%, so a run's standard error 1.2% against 0.5%
     listed = json.loads((ROOT / "data" / "c2_layouts.json").read_text())
@@ -373,7 +373,7 @@ def test_two_starts_per_block_narrow_what_one_run_draws_of_mysqls_layouts():
 
 
 def test_a_whole_mysql_run_can_read_unicode_in_the_slower_state():
-    # README, "Two MySQL starts per block": AK's MySQL C2 run (07:16) scanned utf8mb4_unicode_ci
+    # data/README.md, "Two MySQL starts per block": AK's MySQL C2 run (07:16) scanned utf8mb4_unicode_ci
     # about 11% slower in all ten of its starts, five blocks of two, at ten different code
     # addresses; its unicode/general read 1.41 against 1.26-1.32 in AB-AJ, while C2's other
     # comparisons and every verdict agreed with every other build (AB-AK: 45 pairs, 810 of 810)

@@ -151,7 +151,7 @@ def _row(claim: Claim, group: Group, family_size: int, alpha: float,
     if comparison.statistic != "mean":
         extra.append(f"block statistic: {block_statistic_rule(comparison.statistic)}")
     # the blocks' spread in the note: a state a whole server start holds (MySQL's code placement,
-    # README "Loading is set-up") shows as blocks apart from the rest
+    # data/README.md, "Loading is set-up") shows as blocks apart from the rest
     block_range = (f", ratio per block {math.exp(blocks['log_ratio'].min()):.3f} to "
                    f"{math.exp(blocks['log_ratio'].max()):.3f}" if len(blocks) >= 2 else "")
     extra.append(f"t interval over {df + 1:.0f} {units} (df {df:.0f}{block_range}); "
