@@ -72,5 +72,6 @@ def test_every_claim_of_the_400k_builds_keeps_its_overhead_under_a_quarter_with_
     # AK, its first unit's warm-up one server after the other (the probe's calibration): C2 23.4%
     ak = claims("AK")
     assert (ak <= 0.25).all() and ak["collation_cost"] == pytest.approx(0.234, abs=0.001), ak
-    for name in ("AL", "AM"):
+    # AL, AM, and AN (the next session's, its first unit's warm-up in the recorded round order)
+    for name in ("AL", "AM", "AN"):
         assert (claims(name) <= 0.25).all(), (name, claims(name))
