@@ -10,6 +10,7 @@ measuring, or only on the server, the processor and the table?
     python bench/c2_standalone.py --schema-per-table --session   # its sessions: default schema, DO 0
     python bench/c2_standalone.py --rows 400000 --starts 40      # one line per server start, with its code address
     python bench/c2_standalone.py --rows 400000 --starts 12 --fixed-layout   # every start at one address
+    python bench/c2_standalone.py --rows 400000 --move-binary    # the server binary's pages on other frames first
 
 One server started in a scratch directory (claimlab's launcher, the params file's target), every
 collation's table loaded into one schema by one connection, then `--rounds` rounds of the bug's
@@ -41,6 +42,8 @@ TABLES = (("latin1_swedish_ci", "latin1"), ("utf8mb3_general_ci", "utf8mb3"),
 UCA = {"mysql": "utf8mb4_0900_ai_ci", "mariadb": "utf8mb4_uca1400_ai_ci"}
 QUERY = "SELECT COUNT(*) FROM {table} WHERE a = REPEAT('abc',15)"
 ADDR_NO_RANDOMIZE = 0x0040000    # linux/personality.h
+HOLD_BYTES = 1 << 30              # held while a moved binary is read back, so it lands elsewhere
+FRAME_PAGES = 512                 # 4 KiB pages in a 2 MiB frame
 
 
 def main(argv=None) -> int:
@@ -74,8 +77,19 @@ def main(argv=None) -> int:
     ap.add_argument("--fixed-layout", action="store_true",
                     help="start the servers without address space layout randomization (personality "
                          "ADDR_NO_RANDOMIZE): every start loads its code and heap at the same addresses")
+    ap.add_argument("--move-binary", action="store_true",
+                    help="before the server starts, move the server binary's page-cache pages to other "
+                         "physical frames (evict the file, hold 1 GiB elsewhere while reading it back) and "
+                         "print how many 2 MiB frames they lay in before and after (frame numbers need root)")
     args = ap.parse_args(argv)
     target = params.load(ROOT / "params" / "collation_cost.yaml", "quick").targets[args.target]
+    if args.move_binary:
+        from claimlab.servers import installation
+        binary = installation(target).binary
+        before = _frames(binary)
+        _move(binary)
+        print(f"moved {binary}: its pages lay in {before or 'unknown'} 2 MiB frames, now in "
+              f"{_frames(binary) or 'unknown'}")
     tables = [*TABLES, (UCA[args.target], "utf8mb4")]
     per_table = args.per_table_connections or args.session
     with tempfile.TemporaryDirectory() as tmp, _layout(args.fixed_layout):
@@ -128,6 +142,49 @@ def _layout(fixed: bool):
         yield
     finally:
         libc.personality(previous)
+
+
+def _frames(path: Path) -> int | None:
+    """How many 2 MiB physical frames the file's page-cache pages lie in (None when
+    /proc/self/pagemap hides frame numbers, as it does from all but root, or is refused). Maps
+    and touches every page, so a file not yet cached is read in first."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+    page = os.sysconf("SC_PAGE_SIZE")
+    size = path.stat().st_size
+    pages = -(-size // page)
+    with open(path, "rb") as f:
+        addr = libc.mmap(None, size, 1, 1, f.fileno(), 0)          # PROT_READ, MAP_SHARED
+        if addr in (None, ctypes.c_void_p(-1).value):
+            raise SystemExit(f"c2_standalone: mmap of {path} refused: {os.strerror(ctypes.get_errno())}")
+        try:
+            for i in range(pages):
+                ctypes.string_at(addr + i * page, 1)
+            try:
+                with open("/proc/self/pagemap", "rb") as pagemap:
+                    pagemap.seek(addr // page * 8)
+                    entries = memoryview(pagemap.read(pages * 8)).cast("Q")
+            except PermissionError:                     # some kernels refuse it outright
+                return None
+        finally:
+            libc.munmap(ctypes.c_void_p(addr), ctypes.c_size_t(size))
+    frames = {(entry & ((1 << 55) - 1)) // FRAME_PAGES for entry in entries if entry >> 63}
+    return None if frames <= {0} else len(frames)
+
+
+def _move(path: Path) -> None:
+    """Evict the file from the page cache and read it back while 1 GiB is held elsewhere: the
+    kernel hands out freed pages again first, so without the hold the file would land where it
+    lay. Pages some process has mapped stay where they are."""
+    with open(path, "rb") as f:
+        os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
+        hold = bytearray(HOLD_BYTES)
+        for i in range(0, HOLD_BYTES, 4096):
+            hold[i] = 1
+        while f.read(1 << 20):
+            pass
+        del hold
 
 
 def _code_address(pid: int) -> str:

@@ -4,6 +4,8 @@ larger tables against the server's own), in one schema or in the harness's layou
 
 from __future__ import annotations
 
+import ctypes
+import os
 import re
 import subprocess
 from pathlib import Path
@@ -45,3 +47,46 @@ def test_starts_print_each_starts_code_address_and_a_fixed_layout_keeps_it(capsy
     assert len(addresses[True]) == 1
     if Path("/proc/sys/kernel/randomize_va_space").read_text().strip() != "0":
         assert len(addresses[False]) == 2, addresses
+
+
+def test_move_binary_puts_the_servers_pages_on_other_frames_before_it_starts(capsys, mariadbd):
+    # data/README.md, "Build AN, and where the binary's pages lie": the binary is evicted and read
+    # back while 1 GiB is held elsewhere; root reads the frames from /proc/self/pagemap
+    standalone = bench_module("c2_standalone")
+    assert standalone.main(["--target", "mariadb", "--rows", "2000", "--rounds", "4", "--move-binary"]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    moved = re.fullmatch(r"moved (\S+): its pages lay in (\d+|unknown) 2 MiB frames, now in (\d+|unknown)", first)
+    assert moved, first
+    binary = Path(moved.group(1))
+    assert binary.name == "mariadbd"
+    least = -(-binary.stat().st_size // (2 << 20))          # frames the file fills at the least
+    if os.geteuid() == 0:
+        assert int(moved.group(2)) >= least and int(moved.group(3)) >= least, first
+        assert standalone._frames(binary) == int(moved.group(3))   # still cached where it was put
+    else:
+        assert moved.group(2) == moved.group(3) == "unknown"
+
+
+def test_without_root_the_frames_are_unknown(mariadbd):
+    # /proc/self/pagemap gives frame numbers only to CAP_SYS_ADMIN; a child that drops to nobody
+    # reads zeros, which _frames reports as unknown rather than as one frame
+    if os.geteuid() != 0:
+        assert bench_module("c2_standalone")._frames(Path(mariadbd)) is None
+        return
+    frames = bench_module("c2_standalone")._frames
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:                                     # the child: nobody, then report and leave
+        try:
+            os.close(read)
+            os.setgid(65534)
+            os.setuid(65534)
+            ctypes.CDLL(None).prctl(4, 1)           # PR_SET_DUMPABLE: its /proc/self is its own again
+            os.write(write, repr(frames(Path(mariadbd))).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as pipe:
+        said = pipe.read()
+    os.waitpid(pid, 0)
+    assert said == "None"
