@@ -62,7 +62,6 @@ def test_move_binary_puts_the_servers_pages_on_other_frames_before_it_starts(cap
     least = -(-binary.stat().st_size // (2 << 20))          # frames the file fills at the least
     if os.geteuid() == 0:
         assert int(moved.group(2)) >= least and int(moved.group(3)) >= least, first
-        assert standalone._frames(binary) == int(moved.group(3))   # still cached where it was put
     else:
         assert moved.group(2) == moved.group(3) == "unknown"
 
