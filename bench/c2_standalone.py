@@ -11,6 +11,7 @@ measuring, or only on the server, the processor and the table?
     python bench/c2_standalone.py --rows 400000 --starts 40      # one line per server start, with its code address
     python bench/c2_standalone.py --rows 400000 --starts 12 --fixed-layout   # every start at one address
     python bench/c2_standalone.py --rows 400000 --move-binary    # the server binary's pages on other frames first
+    python bench/c2_standalone.py --target mariadb --rows 400000 --starts 4 --move-binary scattered
 
 One server started in a scratch directory (claimlab's launcher, the params file's target), every
 collation's table loaded into one schema by one connection, then `--rounds` rounds of the bug's
@@ -77,17 +78,20 @@ def main(argv=None) -> int:
     ap.add_argument("--fixed-layout", action="store_true",
                     help="start the servers without address space layout randomization (personality "
                          "ADDR_NO_RANDOMIZE): every start loads its code and heap at the same addresses")
-    ap.add_argument("--move-binary", action="store_true",
+    ap.add_argument("--move-binary", nargs="?", const="contiguous", choices=("contiguous", "scattered"),
                     help="before the server starts, move the server binary's page-cache pages to other "
-                         "physical frames (evict the file, hold 1 GiB elsewhere while reading it back) and "
-                         "print how many 2 MiB frames they lay in before and after (frame numbers need root)")
+                         "physical frames and print how many 2 MiB frames they lay in before and after "
+                         "(frame numbers need root): contiguous (the default) evicts the file and reads it "
+                         "back while 1 GiB is held elsewhere; scattered reads its pages back one at a time "
+                         "in a random order, a page of other memory taken between them, as pages come back "
+                         "after the VM's reclaim took some (every start of the run shares the placement)")
     args = ap.parse_args(argv)
     target = params.load(ROOT / "params" / "collation_cost.yaml", "quick").targets[args.target]
     if args.move_binary:
         from claimlab.servers import installation
         binary = installation(target).binary
         before = _frames(binary)
-        _move(binary)
+        (_move if args.move_binary == "contiguous" else _scatter)(binary)
         print(f"moved {binary}: its pages lay in {before or 'unknown'} 2 MiB frames, now in "
               f"{_frames(binary) or 'unknown'}")
     tables = [*TABLES, (UCA[args.target], "utf8mb4")]
@@ -185,6 +189,26 @@ def _move(path: Path) -> None:
         while f.read(1 << 20):
             pass
         del hold
+
+
+def _scatter(path: Path, seed: int | None = None) -> None:
+    """Evict the file and read its pages back one at a time in a random order, touching a page of
+    anonymous memory after each (so its neighbours on the free lists go elsewhere), then free
+    that memory: the file's pages end up on scattered frames, as after the VM's DAMON reclaim
+    took some of them and a start read them back (data/README.md)."""
+    page = os.sysconf("SC_PAGE_SIZE")
+    with open(path, "rb") as f:
+        fd = f.fileno()
+        pages = -(-os.fstat(fd).st_size // page)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)       # one page a read, no readahead
+        order = list(range(pages))
+        random.Random(seed).shuffle(order)
+        other = bytearray(pages * page)
+        for k, i in enumerate(order):
+            os.pread(fd, 1, i * page)
+            other[k * page] = 1
+        del other
 
 
 def _code_address(pid: int) -> str:

@@ -49,11 +49,13 @@ def test_starts_print_each_starts_code_address_and_a_fixed_layout_keeps_it(capsy
         assert len(addresses[False]) == 2, addresses
 
 
-def test_move_binary_puts_the_servers_pages_on_other_frames_before_it_starts(capsys, mariadbd):
+@pytest.mark.parametrize("how", [[], ["scattered"]])
+def test_move_binary_puts_the_servers_pages_on_other_frames_before_it_starts(capsys, mariadbd, how):
     # data/README.md, "Build AN, and where the binary's pages lie": the binary is evicted and read
-    # back while 1 GiB is held elsewhere; root reads the frames from /proc/self/pagemap
+    # back, all at once while 1 GiB is held elsewhere or page by page in a random order; root
+    # reads the frames from /proc/self/pagemap
     standalone = bench_module("c2_standalone")
-    assert standalone.main(["--target", "mariadb", "--rows", "2000", "--rounds", "4", "--move-binary"]) == 0
+    assert standalone.main(["--target", "mariadb", "--rows", "2000", "--rounds", "4", "--move-binary", *how]) == 0
     first = capsys.readouterr().out.splitlines()[0]
     moved = re.fullmatch(r"moved (\S+): its pages lay in (\d+|unknown) 2 MiB frames, now in (\d+|unknown)", first)
     assert moved, first
@@ -62,6 +64,8 @@ def test_move_binary_puts_the_servers_pages_on_other_frames_before_it_starts(cap
     least = -(-binary.stat().st_size // (2 << 20))          # frames the file fills at the least
     if os.geteuid() == 0:
         assert int(moved.group(2)) >= least and int(moved.group(3)) >= least, first
+        if how:                                      # page by page: far from the fewest frames
+            assert int(moved.group(3)) > 4 * least, first
     else:
         assert moved.group(2) == moved.group(3) == "unknown"
 
