@@ -44,7 +44,8 @@ UCA = {"mysql": "utf8mb4_0900_ai_ci", "mariadb": "utf8mb4_uca1400_ai_ci"}
 QUERY = "SELECT COUNT(*) FROM {table} WHERE a = REPEAT('abc',15)"
 ADDR_NO_RANDOMIZE = 0x0040000    # linux/personality.h
 HOLD_BYTES = 1 << 30              # held while a moved binary is read back, so it lands elsewhere
-FRAME_PAGES = 512                 # 4 KiB pages in a 2 MiB frame
+PAGE = os.sysconf("SC_PAGE_SIZE")
+FRAME_PAGES = (2 << 20) // PAGE   # pages in a 2 MiB frame
 
 
 def main(argv=None) -> int:
@@ -155,19 +156,18 @@ def _frames(path: Path) -> int | None:
     libc = ctypes.CDLL(None, use_errno=True)
     libc.mmap.restype = ctypes.c_void_p
     libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
-    page = os.sysconf("SC_PAGE_SIZE")
     size = path.stat().st_size
-    pages = -(-size // page)
+    pages = -(-size // PAGE)
     with open(path, "rb") as f:
         addr = libc.mmap(None, size, 1, 1, f.fileno(), 0)          # PROT_READ, MAP_SHARED
         if addr in (None, ctypes.c_void_p(-1).value):
             raise SystemExit(f"c2_standalone: mmap of {path} refused: {os.strerror(ctypes.get_errno())}")
         try:
             for i in range(pages):
-                ctypes.string_at(addr + i * page, 1)
+                ctypes.string_at(addr + i * PAGE, 1)
             try:
                 with open("/proc/self/pagemap", "rb") as pagemap:
-                    pagemap.seek(addr // page * 8)
+                    pagemap.seek(addr // PAGE * 8)
                     entries = memoryview(pagemap.read(pages * 8)).cast("Q")
             except PermissionError:                     # some kernels refuse it outright
                 return None
@@ -184,7 +184,7 @@ def _move(path: Path) -> None:
     with open(path, "rb") as f:
         os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
         hold = bytearray(HOLD_BYTES)
-        for i in range(0, HOLD_BYTES, 4096):
+        for i in range(0, HOLD_BYTES, PAGE):
             hold[i] = 1
         while f.read(1 << 20):
             pass
@@ -196,18 +196,17 @@ def _scatter(path: Path, seed: int | None = None) -> None:
     anonymous memory after each (so its neighbours on the free lists go elsewhere), then free
     that memory: the file's pages end up on scattered frames, as after the VM's DAMON reclaim
     took some of them and a start read them back (data/README.md)."""
-    page = os.sysconf("SC_PAGE_SIZE")
     with open(path, "rb") as f:
         fd = f.fileno()
-        pages = -(-os.fstat(fd).st_size // page)
+        pages = -(-os.fstat(fd).st_size // PAGE)
         os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
         os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)       # one page a read, no readahead
         order = list(range(pages))
         random.Random(seed).shuffle(order)
-        other = bytearray(pages * page)
+        other = bytearray(pages * PAGE)
         for k, i in enumerate(order):
-            os.pread(fd, 1, i * page)
-            other[k * page] = 1
+            os.pread(fd, 1, i * PAGE)
+            other[k * PAGE] = 1
         del other
 
 
