@@ -77,7 +77,7 @@ def _probe_seconds(df: pd.DataFrame, spans: list[str]) -> float:
     return total
 
 
-PHASES = ("start_s", "prepare_s", "warmup_s", "look_s", "probe_s", "quiet_s", "stop_s", "cache_s")
+PHASES = ("place_s", "start_s", "prepare_s", "warmup_s", "look_s", "probe_s", "quiet_s", "stop_s", "cache_s")
 
 
 def main(argv=None) -> int:

@@ -71,6 +71,7 @@ class Design:
     sequential: StopRule | None = None   # ask the statistics after each block (stats.should_stop)
     side_by_side: bool = False    # a block's cells run in servers started together, rounds alternating
     starts_per_block: int = 1     # servers of each cell per block, started together (own code layouts)
+    place_binary: bool = True     # each block's servers run a fresh copy of their binary (servers.placement)
 
 
 @dataclass(frozen=True)
@@ -326,6 +327,7 @@ class DesignIn(Model):
     sequential: Annotated[StopRuleIn | None, BeforeValidator(_off_is_none)] = None
     side_by_side: bool | None = None
     starts_per_block: Annotated[int, Field(ge=1, le=4)] | None = None
+    place_binary: bool | None = None
 
     def applied(self, base: Design, targets: dict, source: str, where: str) -> Design:
         values = {k: v for k, v in self.model_dump(exclude_unset=True).items() if k != "sequential"}

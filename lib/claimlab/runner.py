@@ -39,7 +39,17 @@ from . import workloads as wl
 from .design import Condition, Unit, conditions, resolve_conditions, round_order, schedule, unit_seed, within_factors
 from .errors import ClaimlabError, Interrupted, ServerGone, ServerStartError, SettingsMismatch, TargetUnavailable
 from .params import Experiment
-from .servers import ExternalServer, Launcher, check_available, flavor_of, reaping, stop_all, verify_settings
+from .servers import (
+    ExternalServer,
+    Launcher,
+    LocalServer,
+    Placer,
+    check_available,
+    flavor_of,
+    reaping,
+    stop_all,
+    verify_settings,
+)
 from .store import (
     FORMAT_VERSION,
     MeasurementRecord,
@@ -176,7 +186,7 @@ def run(exp: Experiment, *, data_root: Path | None = None, work_root: Path | Non
     run_id = manifest.run_id
     outcome = RunOutcome(run_id, path, "running", skipped=skipped)
     work = work_root / run_id
-    lock = bar = ctx = None
+    lock = bar = ctx = placer = None
     launcher = Launcher(work)
     try:
         lock, reaped = claim_work(work_root, work, run_id)   # refuses a live run before anything is written
@@ -185,7 +195,8 @@ def run(exp: Experiment, *, data_root: Path | None = None, work_root: Path | Non
             store.event("resumed", git=provenance.git_commit(project_root()), host=provenance.host_facts())
         if reaped:
             store.event("reaped_stale_servers", pids=reaped)
-        ctx = _Context(exp, store, launcher, store.completed(), manifest.speed_probe)
+        placer = _placer(exp, runnable, store, log)
+        ctx = _Context(exp, store, launcher, store.completed(), manifest.speed_probe, placer=placer)
         total = sum(len(u.conditions) for u in units) * len(exp.workloads) * design.iterations
         # a sequential design's total (and ETA) is its cap: it usually stops before
         upto = f", stops when decided, at most {blocks} blocks" if design.sequential else ""
@@ -227,12 +238,27 @@ def run(exp: Experiment, *, data_root: Path | None = None, work_root: Path | Non
         if bar is not None:
             bar.close()
         launcher.close()
+        if placer is not None:
+            placer.close()     # after the servers stopped: none runs from a copy any more
         if lock is not None:
             cleanup_work(work)
             lock.close()
             if store is not None:
                 _drop_external_schemas(exp, runnable, store)
     return outcome
+
+
+def _placer(exp: Experiment, conds: list[Condition], store: RunStore, log) -> Placer | None:
+    """The run's binary placements (design.place_binary), for runs with a server of their own. A
+    host without a usable tmpfs runs its servers from their binaries, and the run records why."""
+    if not exp.design.place_binary or all(exp.targets[c.target].kind == "external" for c in conds):
+        return None
+    placer = Placer()
+    if placer.available:
+        return placer
+    store.event("placement_unavailable", reason=placer.reason)
+    (log or (lambda _: None))(f"servers start from their binaries, not a fresh copy per block: {placer.reason}")
+    return None
 
 
 def _new_manifest(exp: Experiment, conds: list[Condition], units: list[Unit], skipped) -> RunManifest:
@@ -302,7 +328,8 @@ def _drop_external_schemas(exp: Experiment, conds: list[Condition], store: RunSt
 def _design_dict(exp: Experiment) -> dict:
     d = exp.design
     out = {k: getattr(d, k) for k in ("repetitions", "warmup", "iterations", "seed", "fresh_datadir",
-                                       "max_attempts", "target", "side_by_side", "starts_per_block")}
+                                       "max_attempts", "target", "side_by_side", "starts_per_block",
+                                       "place_binary")}
     out["sequential"] = None if d.sequential is None else vars(d.sequential)
     out["within_factors"] = list(within_factors(exp))
     return out
@@ -353,6 +380,7 @@ class _Context:
     slots: dict = field(default_factory=dict)      # (cell, start) -> the data directory slot it used last
     look: _Look | None = None                      # the sequential look this block settles first
     window: accounting.LoadWindow | None = None    # the quiet check's, opened as the last unit ended
+    placer: Placer | None = None                   # a fresh copy of each binary per block (None: off)
 
     def stopping_homes(self) -> set[Path]:
         return {proc.server.home for s in self.stopping for proc in s.procs if hasattr(proc.server, "home")}
@@ -405,7 +433,7 @@ class _Process:
     facts: object = None
     meter: object = None
     probe: object = None
-
+    placement: dict | None = None  # the copy of its binary it runs (servers.placement), recorded
     def close_sessions(self) -> None:
         """The meter's and the probe's connections (None: not opened yet, or already closed)."""
         for session in (self.meter, self.probe):
@@ -445,6 +473,8 @@ def _run_unit(ctx: _Context, unit: Unit) -> int:
                 cache_key = None if design.fresh_datadir else datacache.cell_key(server, group)
                 procs[c0.cell, r] = _Process(group, server, cache_key, slot=slot,
                                              repetition=unit.repetition + r)
+        _place(ctx, unit, attempt, procs)
+        phases.lap("place_s")
         load_before = provenance.loadavg()
         started = now()
         # the first quiet check reads from the end of the last unit's measurements (or from here):
@@ -460,7 +490,8 @@ def _run_unit(ctx: _Context, unit: Unit) -> int:
                                      "repetition": proc.repetition, "attempt": attempt, "target": c0.target,
                                      "version": proc.facts.version, "log_bin": proc.facts.log_bin,
                                      "pid": proc.server.pid, "started_at": started, "loadavg_before": load_before,
-                                     "datadir_from_cache": proc.from_cache, "slot": proc.slot},
+                                     "datadir_from_cache": proc.from_cache, "slot": proc.slot,
+                                     "placement": proc.placement},
                                     proc.facts.stable_variables())
                 verify_settings(proc.server.options, proc.facts, c0.target)
                 proc.meter = accounting.Meter(proc.server)
@@ -499,6 +530,19 @@ def _run_unit(ctx: _Context, unit: Unit) -> int:
                     proc.close_sessions()
                 stop_all([proc.server for proc in procs.values()])
     return stored
+
+
+def _place(ctx: _Context, unit: Unit, attempt: int, procs: dict) -> None:
+    """Each local server of the unit starts from a fresh copy of its binary, drawn from the run,
+    unit, attempt and server (servers.placement): a placement's state then holds one block, not
+    the whole run."""
+    if ctx.placer is None:
+        return
+    for n, proc in enumerate(procs.values()):
+        if isinstance(proc.server, LocalServer):
+            placed = ctx.placer.place(proc.server.binary, f"s{n}", f"{ctx.store.run_id}/{unit.seq}/{attempt}/{n}")
+            proc.server.executable = placed.executable
+            proc.placement = placed.record()
 
 
 def _slot(ctx: _Context, group, start: int) -> tuple[int, Path] | None:
@@ -688,8 +732,8 @@ class _Phases:
     quiet check, measured, stop, saving the loaded data directory)."""
 
     def __init__(self):
-        self.totals = dict.fromkeys(("start_s", "prepare_s", "warmup_s", "look_s", "probe_s", "quiet_s",
-                                     "measure_s", "stop_s", "cache_s"), 0.0)
+        self.totals = dict.fromkeys(("place_s", "start_s", "prepare_s", "warmup_s", "look_s", "probe_s",
+                                     "quiet_s", "measure_s", "stop_s", "cache_s"), 0.0)
         self._clock = time.monotonic()
 
     def lap(self, phase: str) -> None:

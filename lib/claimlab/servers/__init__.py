@@ -8,7 +8,8 @@ Four kinds share one interface:
 
 Modules, in the order a run uses them: options (what params may say), flavor (the one place for
 product and version differences), debian and tarball (where programs come from), launcher (target
-to server), local (server lifecycle and facts), reaper (servers of dead runs).
+to server), placement (a fresh copy of a binary per block), local (server lifecycle and facts),
+reaper (servers of dead runs).
 """
 
 from . import debian, tarball
@@ -28,13 +29,14 @@ from .local import (
     verify_settings,
 )
 from .options import INIT_TIMEOUT_S, KINDS, READY_TIMEOUT_S, ServerOptions, TargetSpec
+from .placement import Placement, Placer
 from .reaper import reap, reap_stale, reaping
 from .tarball import tarball_urls
 
 __all__ = [
     "INIT_TIMEOUT_S", "KINDS", "LOST_CONNECTION_ERRNOS", "READY_TIMEOUT_S", "ROLES", "VOLATILE_VARIABLES",
-    "ExternalServer", "Flavor", "Installation", "Launcher", "LocalServer", "Server", "ServerFacts",
-    "ServerOptions", "TargetSpec", "binary_version", "cache_dir", "canonical_name", "check_available",
+    "ExternalServer", "Flavor", "Installation", "Launcher", "LocalServer", "Placement", "Placer", "Server",
+    "ServerFacts", "ServerOptions", "TargetSpec", "binary_version", "cache_dir", "canonical_name", "check_available",
     "flavor_of", "installation", "mariadb_binary", "parse_version", "reap", "reap_stale", "reaping",
     "debian", "remove_socket_dir", "stop_all", "tarball", "tarball_urls", "verify_settings",
 ]

@@ -187,6 +187,7 @@ class LocalServer(Server):
     def __init__(self, target: TargetSpec, installation: Installation, home: Path, options: ServerOptions):
         self.target, self.installation, self.home, self.options = target, installation, home, options
         self.binary = installation.binary
+        self.executable = installation.binary   # what starts: the binary, or a placed copy of it
         self.datadir = home / "data"
         self.error_log = home / "error.log"
         self.password_file = home / "root.password"
@@ -221,7 +222,7 @@ class LocalServer(Server):
             self._cleanup_sockdir()
             raise
         log_start = self.error_log.stat().st_size if self.error_log.exists() else 0
-        self.proc = subprocess.Popen([str(self.binary), f"--defaults-file={self.cnf}", "--user=root"],
+        self.proc = subprocess.Popen([str(self.executable), f"--defaults-file={self.cnf}", "--user=root"],
                                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.DEVNULL, start_new_session=True)
         self.pid = self.proc.pid
