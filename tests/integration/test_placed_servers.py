@@ -61,6 +61,9 @@ def test_each_block_starts_a_fresh_copy_of_the_binary(kind, tmp_path, write_para
     starts = pd.DataFrame(read_jsonl(outcome.path / "servers.jsonl"))
     draws = pd.DataFrame(list(starts["placement"]))
     assert len(starts) == 3 and draws["seed"].nunique() == 3
+    # each start's copy was drawn for it (ahead of its unit, from the unit's first attempt)
+    assert draws["seed"].tolist() == [placement.seed_of(f"{outcome.run_id}/{seq}/{attempt}/0")
+                                      for seq, attempt in zip(starts["seq"], starts["attempt"])]
     assert (draws["pages"] > 1000).all() and (draws["seconds"] >= 0).all()
     binary = {"mariadb": "mariadbd", "mysql-debian": "mysqld"}[kind]
     assert seen and all(exe.startswith(str(tmp_path / "shm" / placement.PREFIX)) and exe.endswith(binary)

@@ -8,6 +8,7 @@ import signal
 import pandas as pd
 
 from claimlab import datacache, params, runner
+from claimlab.servers import placement
 from claimlab.stats.observations import block_log_ratios
 from claimlab.store import RunStore, read_jsonl, read_results
 from conftest import pid_alive
@@ -94,6 +95,9 @@ def test_a_lost_start_restarts_both_and_keeps_every_row_once(tmp_path, write_par
     assert [(e["seq"], e["attempt"]) for e in failed] == [(0, 1)]
     servers = read_jsonl(outcome.path / "servers.jsonl")
     assert sorted((s["attempt"], s["repetition"]) for s in servers) == [(1, 0), (1, 1), (2, 0), (2, 1)]
+    # the restart runs copies of its own, drawn for its attempt (servers.placement)
+    assert [s["placement"]["seed"] for s in servers] == [
+        placement.seed_of(f"{outcome.run_id}/0/{s['attempt']}/{s['repetition']}") for s in servers]
     elapsed = _elapsed(outcome.path)
     assert len(elapsed) == 2 * 2 * 4 and not elapsed.duplicated(["condition", "repetition", "iteration"]).any()
     assert elapsed["attempt"].value_counts().sort_index().tolist() == [1, 15]
