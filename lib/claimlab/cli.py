@@ -507,6 +507,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command in STARTS_SERVERS:
             _reap_orphans(args)
+            from .runner import signals_raise
+            with signals_raise():    # SIGTERM, like Ctrl-C, unwinds: the servers are stopped
+                return COMMANDS[args.command](args)
         return COMMANDS[args.command](args)
     except KeyboardInterrupt:
         print("claimlab: interrupted; resume with --resume RUN_ID (see `claimlab runs`)", file=sys.stderr)

@@ -10,8 +10,10 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import signal
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
@@ -21,7 +23,7 @@ import pandas as pd
 from . import narrative
 from . import params as params_mod
 from .claims import Claim
-from .errors import ClaimlabError
+from .errors import ClaimlabError, Interrupted
 from .provenance import cpu_label
 from .store import project_root, read_manifest
 
@@ -123,6 +125,8 @@ def scrub(paths: Iterable[Path], secrets: list[str]) -> list[Path]:
 def execute(notebook: str, out_dir: Path, parameters: dict, root: Path, name: str | None = None) -> Path:
     import papermill as pm
     from jupyter_client.manager import KernelManager
+
+    from .runner import signals_raise
     out_dir.mkdir(parents=True, exist_ok=True)
     output = out_dir / f"{name or Path(notebook).stem}.ipynb"
     source = root / "notebooks" / notebook
@@ -132,14 +136,55 @@ def execute(notebook: str, out_dir: Path, parameters: dict, root: Path, name: st
     # on the machine can reach it, and ipykernel has no "unencrypted TCP" warning to print.
     with tempfile.TemporaryDirectory(prefix="claimlab-kernel-") as sockets:
         km = KernelManager(kernel_name="python3", transport="ipc", ip=os.path.join(sockets, "kernel"))
-        try:
-            pm.execute_notebook(str(source), str(output), parameters=parameters, km=km,
+        # papermill waits on the kernel in C (zmq), where a signal's Python handler never runs
+        # until the notebook ends: it runs in a thread, and this one waits where signals land
+        pool = ThreadPoolExecutor(1, thread_name_prefix="claimlab-notebook")
+        executing = pool.submit(pm.execute_notebook, str(source), str(output), parameters=parameters, km=km,
                                 cwd=str(root / "notebooks"), kernel_name="python3", progress_bar=False,
                                 log_output=False, request_save_on_cell_execute=False)
+        try:
+            with signals_raise():
+                while not wait([executing], timeout=0.5).done:
+                    pass
+            executing.result()
+        except (Interrupted, KeyboardInterrupt):
+            _stop_kernel_servers(km)
+            wait([executing], timeout=KERNEL_STOP_S)   # its cell ends with the run's Interrupted
+            raise
         finally:
             if km.has_kernel:
                 km.shutdown_kernel(now=True)
+            pool.shutdown(wait=False)
     return output
+
+
+KERNEL_STOP_S = 150.0   # a run stops its servers (each up to STOP_TIMEOUT_S, side by side) and sysbench
+
+
+def _stop_kernel_servers(km) -> None:
+    """An interrupted report (Ctrl-C, SIGTERM): the kernel runs in a session of its own, so the
+    signal reached only this process, and killing the kernel would leave its run's servers
+    running (they have sessions of their own too). SIGTERM to the kernel makes its run stop them
+    (the runner turns it into Interrupted); wait for the kernel's child processes to end."""
+    import psutil
+
+    def running(process: psutil.Process) -> bool:
+        try:
+            return process.status() != psutil.STATUS_ZOMBIE
+        except psutil.NoSuchProcess:
+            return False
+
+    if not km.has_kernel:
+        return
+    try:
+        kernel = psutil.Process(km.provisioner.process.pid)
+        children = kernel.children(recursive=True)
+    except psutil.NoSuchProcess:
+        return       # the kernel had exited: nothing of its own is left to stop
+    km.signal_kernel(signal.SIGTERM)
+    deadline = time.monotonic() + KERNEL_STOP_S
+    while time.monotonic() < deadline and any(running(child) for child in children):
+        time.sleep(0.2)
 
 
 def render_html(notebook: Path, show_code: bool = False) -> Path:

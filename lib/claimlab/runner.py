@@ -63,7 +63,7 @@ from .store import (
     runs_root,
 )
 
-__all__ = ["run", "RunOutcome", "Interrupted", "verify_settings", "external_plan"]
+__all__ = ["run", "RunOutcome", "Interrupted", "verify_settings", "external_plan", "signals_raise"]
 
 
 @dataclass
@@ -77,7 +77,7 @@ class RunOutcome:
 
 
 @contextmanager
-def _signals_raise():
+def signals_raise():
     """Turn SIGTERM (and SIGINT) into an exception so `finally` blocks stop the servers."""
     def handler(signum, frame):
         raise Interrupted(f"interrupted by {signal.Signals(signum).name}")
@@ -203,7 +203,7 @@ def run(exp: Experiment, *, data_root: Path | None = None, work_root: Path | Non
                    disable=not progress, file=sys.stderr, dynamic_ncols=True)
         bar.update(len(ctx.done))
         ctx.bar = bar
-        with _signals_raise():
+        with signals_raise():
             current_block = 0
             for unit, following in zip(units, [*units[1:], None]):
                 if unit.block != current_block:
