@@ -436,6 +436,7 @@ class _Process:
     meter: object = None
     probe: object = None
     placement: dict | None = None  # the copy of its binary it runs (servers.placement), recorded
+
     def close_sessions(self) -> None:
         """The meter's and the probe's connections (None: not opened yet, or already closed)."""
         for session in (self.meter, self.probe):
