@@ -334,6 +334,10 @@ def method_markdown(run_dir: Path) -> str:
 def _design_text(d: dict) -> str:
     """How a run's conditions met the machine, from its manifest's design."""
     per_start = f"{d['warmup']} unrecorded warm-up and {d['iterations']} measured rounds per start"
+    fast = d.get("fast_rounds")
+    if fast:
+        per_start += (f", more (up to {fast['max_iterations']}) while a condition has fewer than "
+                      f"{fast['count']} fast-state {fast['metric']} values")
     within = d.get("within_factors") or []
     alternate = f"; {', '.join(within)} alternating within each start" if within else ""
     k = d.get("starts_per_block") or 1

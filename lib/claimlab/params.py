@@ -37,7 +37,7 @@ from . import workloads as wl
 from .errors import ConfigError
 from .schema import LevelName, Model, Name, Text, cap, check_name, fail, read_yaml, show, validate
 from .servers import KINDS, ServerOptions, TargetSpec
-from .stopping import StopRule
+from .stopping import FastRounds, StopRule
 from .store import RESERVED_COLUMNS
 
 PROFILES = ("smoke", "quick", "full")
@@ -72,6 +72,7 @@ class Design:
     side_by_side: bool = False    # a block's cells run in servers started together, rounds alternating
     starts_per_block: int = 1     # servers of each cell per block, started together (own code layouts)
     place_binary: bool = True     # each block's servers run a fresh copy of their binary (servers.placement)
+    fast_rounds: FastRounds | None = None   # rounds added to a start short of fast-state values
 
 
 @dataclass(frozen=True)
@@ -309,6 +310,21 @@ class StopRuleIn(Model):
         return StopRule(**self.model_dump())
 
 
+class FastRoundsIn(Model):
+    metric: Name
+    fastest: typing.Literal["min", "max"] = FastRounds.fastest
+    count: Annotated[int, Field(ge=1, le=1000)] = FastRounds.count
+    max_iterations: Annotated[int, Field(ge=1, le=1000)] = FastRounds.max_iterations
+
+    @model_validator(mode="after")
+    def _valid(self):
+        _record(self.record)
+        return self
+
+    def record(self) -> FastRounds:
+        return FastRounds(**self.model_dump())
+
+
 def _off_is_none(value: Any) -> Any:
     return None if value is False else value
 
@@ -328,11 +344,15 @@ class DesignIn(Model):
     side_by_side: bool | None = None
     starts_per_block: Annotated[int, Field(ge=1, le=4)] | None = None
     place_binary: bool | None = None
+    fast_rounds: Annotated[FastRoundsIn | None, BeforeValidator(_off_is_none)] = None
 
     def applied(self, base: Design, targets: dict, source: str, where: str) -> Design:
-        values = {k: v for k, v in self.model_dump(exclude_unset=True).items() if k != "sequential"}
-        if "sequential" in self.model_fields_set:
-            values["sequential"] = self.sequential.record() if self.sequential else None
+        rules = ("sequential", "fast_rounds")
+        values = {k: v for k, v in self.model_dump(exclude_unset=True).items() if k not in rules}
+        for name in rules:
+            if name in self.model_fields_set:
+                rule = getattr(self, name)
+                values[name] = rule.record() if rule else None
         if self.target is not None and self.target not in targets:
             raise ConfigError(source, f"{where}.target", f"no target named {show(self.target)}")
         design = replace(base, **values)
@@ -341,6 +361,11 @@ class DesignIn(Model):
             raise ConfigError(source, f"{where}.starts_per_block",
                               f"{k} starts per block cannot be combined with a sequential design, whose "
                               "looks count blocks of one start; set one of the two off")
+        rounds = design.fast_rounds
+        if rounds is not None and rounds.max_iterations <= design.iterations:
+            raise ConfigError(source, f"{where}.fast_rounds.max_iterations",
+                              f"{rounds.max_iterations} adds no round to {design.iterations} iterations; "
+                              "set it above `iterations`, or fast_rounds off")
         if design.repetitions % k:
             raise ConfigError(source, f"{where}.repetitions",
                               f"{design.repetitions} server starts do not fill blocks of {k} "

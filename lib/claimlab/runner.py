@@ -37,7 +37,15 @@ from tqdm import tqdm
 from . import accounting, datacache, provenance, witness
 from . import workloads as wl
 from .design import Condition, Unit, conditions, resolve_conditions, round_order, schedule, unit_seed, within_factors
-from .errors import ClaimlabError, Interrupted, ServerGone, ServerStartError, SettingsMismatch, TargetUnavailable
+from .errors import (
+    ClaimlabError,
+    Interrupted,
+    ServerGone,
+    ServerStartError,
+    SettingsMismatch,
+    TargetUnavailable,
+    WorkloadError,
+)
 from .params import Experiment
 from .servers import (
     ExternalServer,
@@ -196,6 +204,8 @@ def run(exp: Experiment, *, data_root: Path | None = None, work_root: Path | Non
             store.event("reaped_stale_servers", pids=reaped)
         placer = _placer(exp, runnable, store, log)
         ctx = _Context(exp, store, launcher, store.completed(), manifest.speed_probe, placer=placer)
+        if design.fast_rounds is not None:   # a resumed run's fast state is read against its stored values
+            ctx.fastest = store.fastest(design.fast_rounds.metric, design.fast_rounds.fastest)
         total = sum(len(u.conditions) for u in units) * len(exp.workloads) * design.iterations
         # a sequential design's total (and ETA) is its cap: it usually stops before
         upto = f", stops when decided, at most {blocks} blocks" if design.sequential else ""
@@ -332,6 +342,7 @@ def _design_dict(exp: Experiment) -> dict:
                                        "max_attempts", "target", "side_by_side", "starts_per_block",
                                        "place_binary")}
     out["sequential"] = None if d.sequential is None else vars(d.sequential)
+    out["fast_rounds"] = None if d.fast_rounds is None else vars(d.fast_rounds)
     out["within_factors"] = list(within_factors(exp))
     return out
 
@@ -383,6 +394,7 @@ class _Context:
     window: accounting.LoadWindow | None = None    # the quiet check's, opened as the last unit ended
     placer: Placer | None = None                   # a fresh copy of each binary per block (None: off)
     drawn: tuple | None = None                     # (seq, attempt, placements) drawn for a unit ahead
+    fastest: dict = field(default_factory=dict)    # (condition, workload) -> fastest value (fast_rounds)
 
     def stopping_homes(self) -> set[Path]:
         return {proc.server.home for s in self.stopping for proc in s.procs if hasattr(proc.server, "home")}
@@ -671,8 +683,11 @@ def _run_workload(ctx: _Context, unit: Unit, index: int, procs: dict, attempt: i
         phases.lap("quiet_s")
         probing = 0.0
         last = None     # (server, probe time) of the probe that closed the previous measurement
-        for rnd in range(design.iterations):
-            order = [(r, c) for r, c in round_order(unit, rnd, design.seed) if (r, c.id, rnd) in todo]
+        rule = design.fast_rounds
+        values: dict[tuple[int, str], list[float]] = {}   # (start, condition) -> rule.metric's values
+
+        def measure(rnd: int, order: list) -> None:
+            nonlocal probing, last, stored
             for conds, call in calls(order) if order else ():
                 r0, c0 = conds[0]
                 proc = procs[c0.cell, r0]
@@ -693,7 +708,7 @@ def _run_workload(ctx: _Context, unit: Unit, index: int, procs: dict, attempt: i
                 probing += after
                 last = (proc, after)
                 kept = accounting.shared_by_levels(costs) if joint else costs
-                for _, c in conds:
+                for r, c in conds:
                     w, m = pairs[c.id][1], measured[c.id]
                     metrics = m.metrics + tuple(kept) + (Metric("probe_before_s", before, "s"),
                                                          Metric("probe_after_s", after, "s"))
@@ -707,9 +722,49 @@ def _run_workload(ctx: _Context, unit: Unit, index: int, procs: dict, attempt: i
                     stored += 1
                     if ctx.bar is not None:
                         ctx.bar.update(1)
+                    if rule is not None:
+                        value = _metric(m.metrics, rule.metric, w.name)
+                        key = (c.id, w.name)
+                        ctx.fastest[key] = rule.better(value, ctx.fastest.get(key))
+                        values.setdefault((r, c.id), []).append(value)
+
+        for rnd in range(design.iterations):
+            measure(rnd, [(r, c) for r, c in round_order(unit, rnd, design.seed) if (r, c.id, rnd) in todo])
+        full = unit.starts * len(pairs) * design.iterations
+        if rule is not None and len(todo) == full:   # a unit resumed halfway is not extended
+            rnd = design.iterations
+            while rnd < rule.max_iterations and _short_of_fast(rule, values, ctx.fastest, pairs):
+                order = round_order(unit, rnd, design.seed)
+                if ctx.bar is not None:
+                    ctx.bar.total += len(order)
+                    ctx.bar.refresh()
+                measure(rnd, order)
+                rnd += 1
+            if rnd > design.iterations:
+                store.event("fast_rounds", seq=unit.seq, workload=exp.workloads[index].name,
+                            added=rnd - design.iterations,
+                            still_short=_short_of_fast(rule, values, ctx.fastest, pairs))
         phases.lap("measure_s")
         phases.move("measure_s", "probe_s", probing)
     return stored
+
+
+def _metric(metrics, name: str, workload: str) -> float:
+    for metric in metrics:
+        if metric.name == name:
+            return metric.value
+    raise WorkloadError(f"{workload}: design.fast_rounds.metric {name!r} is not among its metrics "
+                        f"({', '.join(m.name for m in metrics)})")
+
+
+def _short_of_fast(rule, values: dict, fastest: dict, pairs: dict) -> bool:
+    """Whether some (start, condition) of the unit has fewer than `rule.count` fast-state values,
+    against the run's fastest of its condition so far (`FastRounds`)."""
+    for (_, cid), seen in values.items():
+        best = fastest[cid, pairs[cid][1].name]
+        if sum(rule.is_fast(v, best) for v in seen) < rule.count:
+            return True
+    return False
 
 
 def _warm_up(calls: list[tuple[list, Callable[..., dict]]], side_by_side: bool = True) -> list[float]:

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from claimlab.claims import Comparison, Condition
-from claimlab.stats.observations import FAST_BAND
+from claimlab.stopping import FAST_BAND, FastRounds
 
 
 @dataclass(frozen=True)
@@ -83,10 +83,10 @@ class Draw:
             means = []
             for side in (baseline, treatment):
                 logs = self.logs[..., side, :]                      # (sims, runs, blocks, rounds)
-                if statistic == "near_min":
-                    fast = logs <= logs.min(axis=(-2, -1), keepdims=True) + np.log1p(FAST_BAND)
+                if statistic == "near_min":     # NaN: a round not measured (`until_fast`)
+                    fast = logs <= np.nanmin(logs, axis=(-2, -1), keepdims=True) + np.log1p(FAST_BAND)
                 else:
-                    fast = logs >= logs.max(axis=(-2, -1), keepdims=True) - np.log1p(FAST_BAND)
+                    fast = logs >= np.nanmax(logs, axis=(-2, -1), keepdims=True) - np.log1p(FAST_BAND)
                 with np.errstate(invalid="ignore"):
                     means.append(np.where(fast, logs, 0.0).sum(-1) / fast.sum(-1))
             return means[1] - means[0]
@@ -100,6 +100,39 @@ class Draw:
             means = [np.where(~self.slow[..., side, :], self.logs[..., side, :], 0.0).sum(-1)
                      / (~self.slow[..., side, :]).sum(-1) for side in (baseline, treatment)]
             return means[1] - means[0]
+
+
+    def until_fast(self, rule: FastRounds, iterations: int) -> tuple[Draw, np.ndarray]:
+        """The experiment as the runner measures it under `design.fast_rounds`: drawn with
+        `rule.max_iterations` rounds, each block keeps its first `iterations` rounds, then one more
+        while any condition has fewer than `rule.count` fast-state values against the run's
+        fastest so far (earlier blocks and this one), as `runner._short_of_fast` decides. Returns
+        the draw with the rounds not measured set to NaN, and the rounds each block measured,
+        (sims, runs, blocks)."""
+        if not self.paired or self.logs.shape[-1] < rule.max_iterations:
+            raise ValueError("until_fast needs a paired draw of at least max_iterations rounds")
+        logs = self.logs[..., : rule.max_iterations]
+        sims, runs, blocks, _, rounds = logs.shape
+        sign = 1.0 if rule.fastest == "min" else -1.0
+        keyed = sign * logs                          # smaller is faster on this scale
+        band = np.log1p(FAST_BAND)
+        best = np.full((sims, runs, logs.shape[-2]), np.inf)
+        used = np.empty((sims, runs, blocks), dtype=int)
+        for block in range(blocks):
+            values = keyed[:, :, block]              # (sims, runs, conditions, rounds)
+            running = np.minimum(best[..., None], np.minimum.accumulate(values, axis=-1))
+            taken = np.full((sims, runs), rounds)
+            for end in range(rounds, iterations - 1, -1):   # the first round count that has enough
+                seen = values[..., :end]
+                fast = (seen <= running[..., end - 1][..., None] + band).sum(-1)
+                enough = (fast >= rule.count).all(-1)
+                taken = np.where(enough, end, taken)
+            used[:, :, block] = taken
+            kept = np.arange(rounds) < taken[..., None, None]
+            best = np.minimum(best, np.where(kept, values, np.inf).min(-1))
+        mask = np.arange(rounds) < used[..., None, None]
+        return Draw(np.where(mask, logs, np.nan), self.slow[..., :rounds], self.position[..., :rounds],
+                    self.paired), used
 
 
 def draw(rng: np.random.Generator, multipliers, *, n_sims: int = 1, n_runs: int = 1,

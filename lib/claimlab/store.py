@@ -369,6 +369,14 @@ class RunStore:
         return set(zip(df["condition"], df["workload"], df["repetition"].astype(int),
                        df["iteration"].astype(int)))
 
+    def fastest(self, metric: str, fastest: str) -> dict[tuple[str, str], float]:
+        """The fastest stored value of `metric` per (condition, workload), smallest or largest
+        (`fastest` "min" or "max"): where a resumed run's `design.fast_rounds` takes up its reference."""
+        df = _read_csv(self.path / "results.csv")
+        df = df[df["metric"] == metric]
+        best = df.groupby(["condition", "workload"])["value"].agg(fastest)
+        return {key: float(value) for key, value in best.items()}
+
     def starts(self) -> dict[int, int]:
         """The highest attempt recorded per seq: a resumed unit numbers its server starts on from
         there, so rows of two server processes never share (seq, attempt)."""

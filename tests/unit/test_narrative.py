@@ -148,3 +148,8 @@ def test_design_text_says_how_conditions_met_the_machine():
     both = narrative._design_text(base | {"side_by_side": True, "starts_per_block": 2})
     assert "2 blocks, each starting 2 servers (each with its own code layout) per configuration together" in both
     assert all("1 unrecorded warm-up and 9 measured rounds per start" in t for t in (apart, together, within))
+    assert "fast-state" not in apart
+    extended = narrative._design_text(base | {"fast_rounds": {"metric": "elapsed_s", "fastest": "min",
+                                                              "count": 3, "max_iterations": 20}})
+    assert ("9 measured rounds per start, more (up to 20) while a condition has fewer than 3 "
+            "fast-state elapsed_s values") in extended

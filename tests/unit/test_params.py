@@ -119,6 +119,17 @@ BAD = {
     "sequential min above max": (MINIMAL.replace("warmup: 0}",
                                                  "warmup: 0, sequential: {min_blocks: 9, max_blocks: 3}}"),
                                  "design.sequential.min_blocks"),
+    "fast rounds that add none": (MINIMAL.replace("warmup: 0}", "warmup: 0, fast_rounds: {metric: elapsed_s, count: 1, "
+                                                  "max_iterations: 1}}"),
+                                  "design.fast_rounds.max_iterations: 1 adds no round to 1 iterations"),
+    "fast rounds without a metric": (MINIMAL.replace("warmup: 0}", "warmup: 0, fast_rounds: {count: 2}}"),
+                                     "design.fast_rounds.metric"),
+    "fast rounds fastest neither": (MINIMAL.replace("warmup: 0}", "warmup: 0, fast_rounds: {metric: qps, "
+                                                    "fastest: biggest}}"), "design.fast_rounds.fastest"),
+    "fast rounds count over the cap": (MINIMAL.replace("warmup: 0}", "warmup: 0, fast_rounds: {metric: qps, "
+                                                       "count: 30}}"), "design.fast_rounds.count"),
+    "fast rounds unknown key": (MINIMAL.replace("warmup: 0}", "warmup: 0, fast_rounds: {metric: qps, cont: 3}}"),
+                                "design.fast_rounds.cont"),
     # numbers without bounds used to pass validate and fail (or exhaust memory) mid-run
     "repetitions in the billions": (MINIMAL.replace("repetitions: 2", "repetitions: 4000000000"),
                                     "design.repetitions: must be <= 1000"),

@@ -25,6 +25,7 @@ import pandas as pd
 
 from claimlab.claims import STATISTICS
 from claimlab.errors import DataError
+from claimlab.stopping import FAST_BAND
 from claimlab.store import BASE_COLUMNS, TAIL_COLUMNS
 
 REQUIRED_COLUMNS = (
@@ -101,9 +102,6 @@ def outlier_rule(threshold: float = OUTLIER_Z) -> str:
     """The outlier rule in words, as notes and diagnostics cite it (see `robust_z`)."""
     return (f"|modified z| > {threshold:g}: log value against the median of the rest of its "
             "server start, scaled by the condition's MAD (Iglewicz & Hoaglin 1993)")
-
-
-FAST_BAND = 0.15
 
 
 def block_log_ratios(base: pd.DataFrame, treat: pd.DataFrame, strata: list[str],
