@@ -164,12 +164,12 @@ def _params_paths(names: list[str]) -> list[Path]:
 def cmd_run(args) -> int:
     from . import runner
     exp = params_mod.load(params_mod.find(args.params), args.profile)
+    if args.target:   # first: the target may bring a design of its own (`design_for`)
+        exp = params_mod.with_default_target(exp, args.target, "--target")
     should_stop = None
     if exp.design.sequential is not None:   # the statistics (scipy, pandas) load only when asked
         from . import stats
         should_stop = stats.stopping_for(exp)
-    if args.target:
-        exp = params_mod.with_default_target(exp, args.target, "--target")
     try:
         outcome = runner.run(exp, data_root=args.data, work_root=args.work, resume=args.resume,
                              progress=not args.no_progress and sys.stderr.isatty(),

@@ -165,9 +165,9 @@ def run(exp: Experiment, *, data_root: Path | None = None, work_root: Path | Non
     """Measure an experiment's plan (or resume one). `should_stop(run_path)` is asked after every
     complete block of a sequential design from its `min_blocks` on (no look before can stop it);
     it returns a bool or (bool, reason)."""
-    if exp.design.sequential is not None and should_stop is None:
-        raise ValueError(f"{exp.name}: a sequential design needs its stopping callback "
-                         "(claimlab.stats.stopping_for(exp))")
+    if (exp.design.sequential is None) != (should_stop is None):
+        raise ValueError(f"{exp.name}: a stopping callback goes with a sequential design, and only "
+                         "with one (claimlab.stats.stopping_for(exp))")
     data_root = data_root or runs_root()
     conds = conditions(exp)
     runnable, skipped = runnable_conditions(exp, conds)

@@ -255,6 +255,29 @@ def test_sequential_design_stops_when_the_claim_is_decided(tmp_path, write_param
     assert StopRule.of_manifest(read_manifest(outcome.path)).max_blocks == 8
 
 
+def test_a_target_with_a_fixed_design_of_its_own_runs_it_whole_without_looks(tmp_path, write_params, mariadbd):
+    """`claimlab run --target other`: the design is the target's (`design_for`), and so is the
+    stopping rule. Until 2026-11-26 the command took the callback from the default target's
+    sequential design, and the runner looked after every block of the fixed one (C2 on MySQL
+    was looked at with MariaDB's rule; a file of another name stopped after one block)."""
+    two = EXP.format(rows=50, iterations=2).replace(
+        "  default: {kind: mariadb, options: {innodb_buffer_pool_size: 64M}}\n",
+        "  default: {kind: mariadb, options: {innodb_buffer_pool_size: 64M}}\n"
+        "  other: {kind: mariadb, options: {innodb_buffer_pool_size: 64M}}\n").replace(
+        "max_attempts: 3}", "max_attempts: 3, sequential: {min_blocks: 2, max_blocks: 6}}\n"
+        "profiles:\n  quick:\n    design_for: {other: {repetitions: 3, sequential: false}}")
+    path = write_params(two, name="renamed_experiment")
+    result = run_cli("run", str(path), "--profile", "quick", "--target", "other", "--no-progress",
+                     "--data", str(tmp_path / "raw"), "--work", str(tmp_path / "work"))
+    assert result.returncode == 0, result.stderr
+    (run_dir,) = (tmp_path / "raw" / "renamed_experiment").iterdir()
+    assert not [e for e in _events(run_dir) if e["event"] == "sequential"]
+    _assert_one_row_per_measurement(read_results(run_dir), 3 * 2 * 2)
+    with pytest.raises(ValueError, match="a stopping callback goes with a sequential design, and only with one"):
+        exp = params.with_default_target(params.load(path, "quick"), "other", "--target")
+        runner.run(exp, data_root=tmp_path / "raw", work_root=tmp_path / "work", should_stop=lambda path: True)
+
+
 def test_a_look_runs_beside_the_next_start_and_sees_complete_blocks_only(tmp_path, write_params, mariadbd):
     # The look is taken in a thread while the next block's first server starts; it must see every
     # complete block and nothing of the one starting, and a "stop" must leave that block unmeasured.
