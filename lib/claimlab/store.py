@@ -500,18 +500,21 @@ def list_runs(root: Path | None = None) -> list[dict]:
 
 def verify(path: Path, accept_modified: bool = False) -> list[str]:
     """Files whose checksum no longer matches the manifest (edited after the run)."""
-    changed = list(run_state(path).changed)
-    if changed and not accept_modified:
-        raise DataError(f"{path}: {', '.join(changed)} changed after the run (checksum mismatch); "
+    return list(_verified(path, accept_modified).changed)
+
+
+def _verified(path: Path, accept_modified: bool) -> RunState:
+    state = run_state(path)
+    if state.changed and not accept_modified:
+        raise DataError(f"{path}: {', '.join(state.changed)} changed after the run (checksum mismatch); "
                         "pass --accept-modified to analyse it anyway")
-    return changed
+    return state
 
 
 def read_results(path: Path, accept_modified: bool = False) -> pd.DataFrame:
     """One run's results. `df.attrs["run_state"]` says whether they are finished and verified:
     a run still `running` (or crashed) has no checksums yet, and its analysis must say so."""
-    verify(path, accept_modified)
-    state = run_state(path)
+    state = _verified(path, accept_modified)   # once: checksumming a run reads all of it
     manifest = load_manifest(path)
     df = _read_csv(path / "results.csv")
     if list(df.columns) != list(manifest.columns):
