@@ -758,13 +758,8 @@ def _metric(metrics, name: str, workload: str) -> float:
 
 
 def _short_of_fast(rule, values: dict, fastest: dict, pairs: dict) -> bool:
-    """Whether some (start, condition) of the unit has fewer than `rule.count` fast-state values,
-    against the run's fastest of its condition so far (`FastRounds`)."""
-    for (_, cid), seen in values.items():
-        best = fastest[cid, pairs[cid][1].name]
-        if sum(rule.is_fast(v, best) for v in seen) < rule.count:
-            return True
-    return False
+    """`rule.short` against the run's fastest of each condition's workload in this unit."""
+    return rule.short(values, {cid: fastest[cid, pairs[cid][1].name] for _, cid in values})
 
 
 def _warm_up(calls: list[tuple[list, Callable[..., dict]]], side_by_side: bool = True) -> list[float]:

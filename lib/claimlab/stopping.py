@@ -10,6 +10,7 @@ defined here because the runner's rule and the analysis's statistic must read it
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 MAX_LOOKS = 100   # the alpha-spending boundaries are simulated for at most this many looks
@@ -100,6 +101,12 @@ class FastRounds:
         if self.fastest == "min":
             return math.log(value) <= math.log(best) + math.log1p(FAST_BAND)
         return math.log(value) >= math.log(best) - math.log1p(FAST_BAND)
+
+    def short(self, values: Mapping[tuple, Sequence[float]], fastest: Mapping) -> bool:
+        """Whether a unit needs another round: some (start, condition) key of `values` has fewer
+        than `count` fast-state values against `fastest[condition]`, the run's fastest so far."""
+        return any(sum(self.is_fast(v, fastest[condition]) for v in seen) < self.count
+                   for (_, condition), seen in values.items())
 
     def better(self, value: float, best: float | None) -> float:
         """The fastest of `value` and `best` (None: nothing yet)."""

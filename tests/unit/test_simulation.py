@@ -14,7 +14,6 @@ import pytest
 
 from claimlab import stats
 from claimlab.claims import Comparison, Condition
-from claimlab.runner import _short_of_fast
 from claimlab.simulation import Noise, SlowState, draw, simulate_comparison, simulate_results
 from claimlab.stopping import FastRounds
 
@@ -186,22 +185,21 @@ def test_rounds_added_until_fast_keep_starts_a_mostly_slow_host_drops_and_cost_a
 
 
 def test_the_simulated_rule_decides_as_the_runner_does():
-    """until_fast vectorizes runner._short_of_fast: replayed round by round with the runner's
-    function on the same values, every block stops after the same round."""
+    """until_fast vectorizes FastRounds.short, which the runner asks after each round: replayed
+    round by round with it on the same values, every block stops after the same round."""
     rule = FastRounds(metric="elapsed_s", count=2, max_iterations=8)
     sim = draw(np.random.default_rng(25), [1.0, 1.2, 1.4], n_sims=3, n_blocks=6, n_rounds=8, paired=True,
                slow=MOSTLY_SLOW)
     _, used = sim.until_fast(rule, 3)
     values = np.exp(sim.logs)
-    pairs = {c: (None, type("W", (), {"name": "scan"})()) for c in "abc"}
     for s in range(3):
         fastest = {}
         for block in range(6):
             seen, rounds = {}, 0
-            while rounds < 3 or (rounds < 8 and _short_of_fast(rule, seen, fastest, pairs)):
+            while rounds < 3 or (rounds < 8 and rule.short(seen, fastest)):
                 for i, c in enumerate("abc"):
                     v = float(values[s, 0, block, i, rounds])
-                    fastest[c, "scan"] = rule.better(v, fastest.get((c, "scan")))
+                    fastest[c] = rule.better(v, fastest.get(c))
                     seen.setdefault((0, c), []).append(v)
                 rounds += 1
             assert used[s, 0, block] == rounds, (s, block)
