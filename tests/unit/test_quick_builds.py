@@ -486,3 +486,32 @@ def test_the_intel_host_builds_ran_every_server_from_a_copy_of_its_own():
               and store.read_manifest(p)["default_target"] == "mariadb"]
         blocks = store.read_results(c2[0])["repetition"].nunique()
         assert blocks == {"AV": 34, "AW": 36, "AX": 21}[name], (name, blocks)
+
+
+# 2026-11-26 17:34 and 17:53, the same Intel host: C2 on MySQL adds rounds to a start short of
+# fast-state scans (`design.fast_rounds`; data/README.md, "More rounds where the slow state is the
+# usual one"); AZ also with FastRounds.short, the same decisions
+FAST_ROUNDS = ["AY", "AZ"]
+COMMITS |= {"AY": "0219a46445b76b9453bc396a132841c9b0b5ddeb", "AZ": "a9a4f44ab554f2759eb91ee10a523bc4f3effcd8"}
+
+
+def test_the_builds_with_rounds_added_agree_on_every_verdict_and_keep_c2_within_3pct(capsys):
+    # AY vs AZ: 18 of 18 verdicts and labels alike, every C2 estimate within 1.5%; MySQL's C2 main
+    # interval ±1.5% in AY, ±3.1% in AZ (its first ten rounds alone kept 3 of 10 starts: ±11.9%)
+    precision = bench_module("precision")
+    tables = _tables(FAST_ROUNDS)
+    precision.print_builds(tables)
+    out = capsys.readouterr().out
+    assert "all 1 pairs: same verdict 18 of 18, same label 18" in out, out
+    assert precision.builds_agreement(tables).set_index("builds").loc["AY vs AZ", "c2_over_3pct"] == "-"
+    main = pd.concat([t.assign(build=n) for n, t in tables.items()])
+    main = main[main["comparison"] == "uca_ai_vs_utf8mb3"].set_index(["build", "target"])["half_width"]
+    assert main["AY", "mysql"] == pytest.approx(0.015, abs=0.001)
+    assert main["AZ", "mysql"] == pytest.approx(0.031, abs=0.001)
+    assert (main.xs("mariadb", level="target") < 0.013).all()
+    for name, dirs in bench_module("precision").build_runs(FAST_ROUNDS, None).items():
+        for path in dirs:
+            manifest = _shipped(path.name)
+            assert manifest["provenance"]["git"] == {"commit": COMMITS[name], "dirty": False}, path.name
+            c2_mysql = manifest["experiment"] == "collation_cost" and manifest["default_target"] == "mysql"
+            assert (manifest["design"]["fast_rounds"] is not None) is c2_mysql, path.name
