@@ -198,3 +198,21 @@ def test_a_refused_collation_fails_once_and_is_not_retried(tmp_path, write_param
     assert len(read_jsonl(run_dir / "servers.jsonl")) == 1
     assert read_manifest(run_dir)["status"] == "failed"
     assert pd.read_csv(run_dir / "results.csv").empty
+
+
+def test_a_unit_resumed_halfway_is_not_extended_and_the_next_one_is(tmp_path, write_params, mariadbd):
+    """`design.fast_rounds`: three rounds cannot hold four fast values, so every unit measured whole
+    gets rounds added; the unit cut by the interrupt completes its three rounds only, and the next
+    unit reads its fast state against the run's stored values (RunStore.fastest)."""
+    text = EXP.replace("max_attempts: 3}", "max_attempts: 3,\n         fast_rounds: {metric: elapsed_s, count: 4, "
+                                          "max_iterations: 5}}")
+    path = write_params(text)
+    run_dir = _interrupted(tmp_path, path, after_appends=2)
+    result = _resume(tmp_path, path, run_dir)
+    assert result.returncode == 0, result.stderr
+    elapsed = read_results(run_dir).query("metric == 'elapsed_s'")
+    assert not elapsed.duplicated(["condition", "repetition", "iteration"]).any()
+    rounds = elapsed.groupby("seq")["iteration"].nunique()
+    assert rounds[0] == 3 and 4 <= rounds[1] <= 5, rounds
+    added = [(e["seq"], e["added"]) for e in read_jsonl(run_dir / "events.jsonl") if e["event"] == "fast_rounds"]
+    assert added == [(1, rounds[1] - 3)]
