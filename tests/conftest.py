@@ -15,6 +15,19 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).parent / "fixtures"
+# A tiny C2 experiment for the runner's tests: two collations of a 500-row scan on one local server
+# of kind {kind}; a test appends its own `design:` line (a str.format template: braces doubled).
+C2_TWO_COLLATIONS = """
+claim: C2
+targets:
+  default: {{kind: {kind}, options: {{innodb_buffer_pool_size: 64M}}}}
+workloads:
+  varchar_scan: {{kind: varchar_scan, rows: 500}}
+factors:
+  collation:
+    utf8mb3_general_ci: {{workloads: {{varchar_scan: {{charset: utf8mb3, collation: utf8mb3_general_ci}}}}}}
+    utf8mb4_general_ci: {{workloads: {{varchar_scan: {{charset: utf8mb4, collation: utf8mb4_general_ci}}}}}}
+"""
 
 # Loaded data directories the tests make are kept for the session only, not in the user's cache
 # (MySQL's run to hundreds of megabytes each); subprocesses inherit the variable.

@@ -8,18 +8,9 @@ import pytest
 from claimlab import params, runner
 from claimlab.errors import WorkloadError
 from claimlab.store import read_jsonl, read_manifest, read_results
+from conftest import C2_TWO_COLLATIONS
 
-EXP = """
-claim: C2
-targets:
-  default: {{kind: mariadb, options: {{innodb_buffer_pool_size: 64M}}}}
-workloads:
-  varchar_scan: {{kind: varchar_scan, rows: 500}}
-factors:
-  collation:
-    utf8mb3_general_ci: {{workloads: {{varchar_scan: {{charset: utf8mb3, collation: utf8mb3_general_ci}}}}}}
-    utf8mb4_general_ci: {{workloads: {{varchar_scan: {{charset: utf8mb4, collation: utf8mb4_general_ci}}}}}}
-design:
+EXP = C2_TWO_COLLATIONS + """design:
   repetitions: 2
   warmup: 0
   iterations: 2
@@ -30,7 +21,7 @@ design:
 
 def test_a_start_short_of_fast_values_gets_whole_rounds_up_to_the_cap(tmp_path, write_params, mariadbd):
     # two rounds cannot hold three fast values: every start needs one round more at least
-    exp = params.load(write_params(EXP.format(metric="elapsed_s"), name="collation_cost"))
+    exp = params.load(write_params(EXP.format(kind="mariadb", metric="elapsed_s"), name="collation_cost"))
     outcome = runner.run(exp, data_root=tmp_path / "raw", work_root=tmp_path / "work", progress=False)
     assert outcome.status == "complete"
     elapsed = read_results(outcome.path).query("metric == 'elapsed_s'")
@@ -50,7 +41,7 @@ def test_a_start_short_of_fast_values_gets_whole_rounds_up_to_the_cap(tmp_path, 
 
 
 def test_a_metric_the_workload_lacks_is_a_one_line_error_and_the_rows_stay(tmp_path, write_params, mariadbd):
-    exp = params.load(write_params(EXP.format(metric="qps"), name="collation_cost"))
+    exp = params.load(write_params(EXP.format(kind="mariadb", metric="qps"), name="collation_cost"))
     with pytest.raises(WorkloadError, match=r"varchar_scan: design.fast_rounds.metric 'qps' is not among its "
                                             r"metrics \(elapsed_s"):
         runner.run(exp, data_root=tmp_path / "raw", work_root=tmp_path / "work", progress=False)

@@ -13,19 +13,9 @@ import pytest
 from claimlab import datacache, params, runner
 from claimlab.servers import placement
 from claimlab.store import read_jsonl, read_results
-from conftest import pid_alive
+from conftest import C2_TWO_COLLATIONS, pid_alive
 
-EXP = """
-claim: C2
-targets:
-  default: {{kind: {kind}, options: {{innodb_buffer_pool_size: 64M}}}}
-workloads:
-  varchar_scan: {{kind: varchar_scan, rows: 500}}
-factors:
-  collation:
-    utf8mb3_general_ci: {{workloads: {{varchar_scan: {{charset: utf8mb3, collation: utf8mb3_general_ci}}}}}}
-    utf8mb4_general_ci: {{workloads: {{varchar_scan: {{charset: utf8mb4, collation: utf8mb4_general_ci}}}}}}
-design: {{repetitions: 3, warmup: 1, iterations: 2{extra}}}
+EXP = C2_TWO_COLLATIONS + """design: {{repetitions: 3, warmup: 1, iterations: 2{extra}}}
 """
 
 
