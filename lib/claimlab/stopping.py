@@ -74,7 +74,7 @@ class FastRounds:
     condition is measured once more, in a fresh random order, up to `max_iterations` rounds.
 
     Why: a comparison with `statistic: near_min` reads each side's fast-state values only, and
-    on a host whose slow state is the usual one (the Intel host of 2026-11-26: 70-80% of MySQL's
+    on a host whose slow state is the usual one (the Intel host of 2026-11-26: 60-80% of MySQL's
     C2 scans slow) a start of ten rounds often has none on one side and drops out of the
     comparison, or has one, which sets its ratio alone. The rule looks at which values were fast,
     never at their size within the band, and always adds whole rounds of every condition, so it

@@ -147,7 +147,7 @@ def test_the_fast_state_statistic_needs_starts_that_settle_alike():
     assert np.mean((low <= 1.1) & (1.1 <= high)) < 0.93
 
 
-# The Intel host of 2026-11-26: 70-80% of MySQL's C2 scans slow (about 1.75x), in stretches of
+# The Intel host of 2026-11-26: 60-80% of MySQL's C2 scans slow (about 1.75x), in stretches of
 # several scans. C2's quick MySQL design: ten rounds a start, more until three fast-state values.
 MOSTLY_SLOW = SlowState(share=0.7, mean_length=8, factor=1.75)
 UNTIL_FAST = FastRounds(metric="elapsed_s", count=3, max_iterations=20)
