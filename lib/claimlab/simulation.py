@@ -101,14 +101,13 @@ class Draw:
                      / (~self.slow[..., side, :]).sum(-1) for side in (baseline, treatment)]
             return means[1] - means[0]
 
-
     def until_fast(self, rule: FastRounds, iterations: int) -> tuple[Draw, np.ndarray]:
         """The experiment as the runner measures it under `design.fast_rounds`: drawn with
         `rule.max_iterations` rounds, each block keeps its first `iterations` rounds, then one more
         while any condition has fewer than `rule.count` fast-state values against the run's
-        fastest so far (earlier blocks and this one), as `FastRounds.short` decides for the runner. Returns
-        the draw with the rounds not measured set to NaN, and the rounds each block measured,
-        (sims, runs, blocks)."""
+        fastest so far (earlier blocks and this one), as `FastRounds.short` decides for the
+        runner. Returns the draw with the rounds not measured set to NaN, and the rounds each
+        block measured, (sims, runs, blocks)."""
         if not self.paired or self.logs.shape[-1] < rule.max_iterations:
             raise ValueError("until_fast needs a paired draw of at least max_iterations rounds")
         logs = self.logs[..., : rule.max_iterations]
