@@ -38,7 +38,7 @@ def replay(results: pd.DataFrame, rule: FastRounds | None, iterations: int) -> p
         return results[results["iteration"] < iterations]
     scans = results[results["metric"] == rule.metric].sort_values("started_at")
     fastest: dict[str, float] = {}
-    kept = []
+    last_round: dict[int, int] = {}   # seq -> the last round the rule would have run
     for seq, unit in scans.groupby("seq", sort=True):
         values: dict[tuple, list[float]] = {}
         last = int(unit["iteration"].max())
@@ -49,9 +49,8 @@ def replay(results: pd.DataFrame, rule: FastRounds | None, iterations: int) -> p
             if rnd + 1 >= iterations and (rnd + 1 >= rule.max_iterations or not rule.short(values, fastest)):
                 last = rnd
                 break
-        kept.append((seq, last))
-    keep = pd.Series({seq: last for seq, last in kept})
-    return results[results["iteration"] <= results["seq"].map(keep)]
+        last_round[seq] = last
+    return results[results["iteration"] <= results["seq"].map(last_round)]
 
 
 def variant(text: str) -> tuple[int, int]:

@@ -295,34 +295,35 @@ def with_overrides(base: wl.Workload, overrides: Any, source: str, where: str) -
 
 # --------------------------------------------------------------------------- the params file
 
-class StopRuleIn(Model):
+class _RuleIn(Model):
+    """A design's rule as the file gives it: the record's own checks run at load, placed on the
+    field they name (`_record`)."""
+
+    rule: ClassVar[type]
+
+    @model_validator(mode="after")
+    def _valid(self):
+        _record(self.record)
+        return self
+
+    def record(self):
+        return self.rule(**self.model_dump())
+
+
+class StopRuleIn(_RuleIn):
+    rule: ClassVar[type] = StopRule
     target_rel_width: Annotated[float, Field(gt=0)] = StopRule.target_rel_width
     min_blocks: int = StopRule.min_blocks
     max_blocks: int = StopRule.max_blocks
     alpha: float = StopRule.alpha
 
-    @model_validator(mode="after")
-    def _valid(self):
-        _record(self.record)
-        return self
 
-    def record(self) -> StopRule:
-        return StopRule(**self.model_dump())
-
-
-class FastRoundsIn(Model):
+class FastRoundsIn(_RuleIn):
+    rule: ClassVar[type] = FastRounds
     metric: Name
     fastest: typing.Literal["min", "max"] = FastRounds.fastest
     count: Annotated[int, Field(ge=1, le=1000)] = FastRounds.count
     max_iterations: Annotated[int, Field(ge=1, le=1000)] = FastRounds.max_iterations
-
-    @model_validator(mode="after")
-    def _valid(self):
-        _record(self.record)
-        return self
-
-    def record(self) -> FastRounds:
-        return FastRounds(**self.model_dump())
 
 
 def _off_is_none(value: Any) -> Any:
