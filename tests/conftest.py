@@ -41,7 +41,13 @@ def pytest_sessionfinish(session, exitstatus):
         shutil.rmtree(_DATADIRS, ignore_errors=True)
 
 
+# The slowest tier first: with two workers (Makefile), the notebook module (about five minutes)
+# must not be the last to start.
+_TIER_ORDER = {"notebooks": 0, "integration": 1, "unit": 2}
+
+
 def pytest_collection_modifyitems(config, items):
+    items.sort(key=lambda item: _TIER_ORDER.get(Path(str(item.fspath)).parent.name, 3))
     for item in items:
         if "/integration/" in str(item.fspath):
             item.add_marker(pytest.mark.integration)
