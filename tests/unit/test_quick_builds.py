@@ -495,26 +495,39 @@ FAST_ROUNDS = ["AY", "AZ"]
 COMMITS |= {"AY": "0219a46445b76b9453bc396a132841c9b0b5ddeb", "AZ": "a9a4f44ab554f2759eb91ee10a523bc4f3effcd8"}
 
 
-def test_the_builds_with_rounds_added_agree_on_every_verdict_and_keep_c2_within_3pct(capsys):
-    # AY vs AZ: 18 of 18 verdicts and labels alike, every C2 estimate within 1.5%; MySQL's C2 main
-    # interval ±1.5% in AY, ±3.1% in AZ (its first ten rounds alone kept 3 of 10 starts: ±11.9%)
+def _pair_and_c2_main(capsys, builds: list[str], same: int, over_3pct: str) -> pd.Series:
+    """Checks a pair of builds' line of `--builds` (verdicts alike, C2 estimates over 3% apart) and
+    returns C2's main half-widths by build and target."""
     precision = bench_module("precision")
-    tables = _tables(FAST_ROUNDS)
+    tables = _tables(builds)
     precision.print_builds(tables)
     out = capsys.readouterr().out
-    assert "all 1 pairs: same verdict 18 of 18, same label 18" in out, out
-    assert precision.builds_agreement(tables).set_index("builds").loc["AY vs AZ", "c2_over_3pct"] == "-"
+    assert f"all 1 pairs: same verdict {same} of 18, same label {same}" in out, out
+    pair = " vs ".join(builds)
+    assert precision.builds_agreement(tables).set_index("builds").loc[pair, "c2_over_3pct"] == over_3pct
     main = pd.concat([t.assign(build=n) for n, t in tables.items()])
-    main = main[main["comparison"] == "uca_ai_vs_utf8mb3"].set_index(["build", "target"])["half_width"]
-    assert main["AY", "mysql"] == pytest.approx(0.015, abs=0.001)
-    assert main["AZ", "mysql"] == pytest.approx(0.031, abs=0.001)
-    assert (main.xs("mariadb", level="target") < 0.013).all()
-    for name, dirs in bench_module("precision").build_runs(FAST_ROUNDS, None).items():
+    return main[main["comparison"] == "uca_ai_vs_utf8mb3"].set_index(["build", "target"])["half_width"]
+
+
+def _made_by(builds: list[str]):
+    """(build, run directory, manifest) of every run of the builds, each made by its build's clean commit."""
+    for name, dirs in bench_module("precision").build_runs(builds, None).items():
         for path in dirs:
             manifest = _shipped(path.name)
             assert manifest["provenance"]["git"] == {"commit": COMMITS[name], "dirty": False}, path.name
-            c2_mysql = manifest["experiment"] == "collation_cost" and manifest["default_target"] == "mysql"
-            assert (manifest["design"]["fast_rounds"] is not None) is c2_mysql, path.name
+            yield name, path, manifest
+
+
+def test_the_builds_with_rounds_added_agree_on_every_verdict_and_keep_c2_within_3pct(capsys):
+    # AY vs AZ: 18 of 18 verdicts and labels alike, every C2 estimate within 1.5%; MySQL's C2 main
+    # interval ±1.5% in AY, ±3.1% in AZ (its first ten rounds alone kept 3 of 10 starts: ±11.9%)
+    main = _pair_and_c2_main(capsys, FAST_ROUNDS, 18, "-")
+    assert main["AY", "mysql"] == pytest.approx(0.015, abs=0.001)
+    assert main["AZ", "mysql"] == pytest.approx(0.031, abs=0.001)
+    assert (main.xs("mariadb", level="target") < 0.013).all()
+    for _, path, manifest in _made_by(FAST_ROUNDS):
+        c2_mysql = manifest["experiment"] == "collation_cost" and manifest["default_target"] == "mysql"
+        assert (manifest["design"]["fast_rounds"] is not None) is c2_mysql, path.name
 
 
 # 2026-11-26 20:31 and 20:50, the same Intel host: C3's quick blocks at twelve rounds on MariaDB and
@@ -528,25 +541,15 @@ def test_the_builds_with_longer_c3_blocks_keep_every_claims_overhead_under_a_qua
     # BA vs BB: 16 of 18 alike; the two that differ sit on a band's edge (C1 utf8mb4/latin1 on MySQL
     # at 0.96, C2 utf8mb4_general/utf8mb3 on MariaDB, 1.014 and 1.047: 3.3% apart); MySQL's C2 main
     # interval ±1.6% and ±3.0%; every claim's overhead 13-23%
-    precision = bench_module("precision")
-    tables = _tables(C3_ROUNDS)
-    precision.print_builds(tables)
-    out = capsys.readouterr().out
-    assert "all 1 pairs: same verdict 16 of 18, same label 16" in out, out
-    over = precision.builds_agreement(tables).set_index("builds").loc["BA vs BB", "c2_over_3pct"]
-    assert over == "utf8mb4_general_vs_utf8mb3 mariadb 3.3%", over
-    main = pd.concat([t.assign(build=n) for n, t in tables.items()])
-    main = main[main["comparison"] == "uca_ai_vs_utf8mb3"].set_index(["build", "target"])["half_width"]
+    main = _pair_and_c2_main(capsys, C3_ROUNDS, 16, "utf8mb4_general_vs_utf8mb3 mariadb 3.3%")
     assert main["BA", "mysql"] == pytest.approx(0.016, abs=0.001)
     assert main["BB", "mysql"] == pytest.approx(0.030, abs=0.001)
     assert (main.xs("mariadb", level="target") < 0.013).all()
     overhead = bench_module("overhead")
-    for name, dirs in precision.build_runs(C3_ROUNDS, None).items():
+    for name, dirs in bench_module("precision").build_runs(C3_ROUNDS, None).items():
         claims = overhead.per_claim(pd.DataFrame([overhead.overhead(path) for path in dirs]))
         assert (claims["overhead_share"] <= 0.235).all(), (name, claims)
-        for path in dirs:
-            manifest = _shipped(path.name)
-            assert manifest["provenance"]["git"] == {"commit": COMMITS[name], "dirty": False}, path.name
-            if manifest["experiment"] == "insert_57_vs_80":
-                rounds = {"mariadb": 12, "mysql": 24}[manifest["default_target"]]
-                assert manifest["design"]["iterations"] == rounds, path.name
+    for _, path, manifest in _made_by(C3_ROUNDS):
+        if manifest["experiment"] == "insert_57_vs_80":
+            rounds = {"mariadb": 12, "mysql": 24}[manifest["default_target"]]
+            assert manifest["design"]["iterations"] == rounds, path.name
