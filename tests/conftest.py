@@ -47,12 +47,11 @@ _TIER_ORDER = {"notebooks": 0, "integration": 1, "unit": 2}
 
 
 def pytest_collection_modifyitems(config, items):
-    items.sort(key=lambda item: _TIER_ORDER.get(Path(str(item.fspath)).parent.name, 3))
+    """Tiers are the test directories; the integration and notebook tiers carry a marker of their name."""
+    items.sort(key=lambda item: _TIER_ORDER.get(item.path.parent.name, len(_TIER_ORDER)))
     for item in items:
-        if "/integration/" in str(item.fspath):
-            item.add_marker(pytest.mark.integration)
-        if "/notebooks/" in str(item.fspath):
-            item.add_marker(pytest.mark.notebooks)
+        if item.path.parent.name in ("integration", "notebooks"):
+            item.add_marker(getattr(pytest.mark, item.path.parent.name))
 
 
 @pytest.fixture(scope="session")
