@@ -41,15 +41,13 @@ def replay(results: pd.DataFrame, rule: FastRounds | None, iterations: int) -> p
     last_round: dict[int, int] = {}   # seq -> the last round the rule would have run
     for seq, unit in scans.groupby("seq", sort=True):
         values: dict[tuple, list[float]] = {}
-        last = int(unit["iteration"].max())
-        for rnd in range(last + 1):
-            for row in unit[unit["iteration"] == rnd].itertuples():
+        for rnd, part in unit.groupby("iteration", sort=True):
+            for row in part.itertuples():
                 fastest[row.condition] = rule.better(row.value, fastest.get(row.condition))
                 values.setdefault((row.repetition, row.condition), []).append(row.value)
-            if rnd + 1 >= iterations and (rnd + 1 >= rule.max_iterations or not rule.short(values, fastest)):
-                last = rnd
+            last_round[seq] = rnd
+            if rnd + 1 >= iterations and not rule.another(rnd + 1, values, fastest):
                 break
-        last_round[seq] = last
     return results[results["iteration"] <= results["seq"].map(last_round)]
 
 

@@ -733,7 +733,7 @@ def _run_workload(ctx: _Context, unit: Unit, index: int, procs: dict, attempt: i
         full = unit.starts * len(pairs) * design.iterations
         if rule is not None and len(todo) == full:   # a unit resumed halfway is not extended
             rnd = design.iterations
-            while rnd < rule.max_iterations and _short_of_fast(rule, values, ctx.fastest, pairs):
+            while rule.another(rnd, values, _fastest_of(values, ctx.fastest, pairs)):
                 order = round_order(unit, rnd, design.seed)
                 if ctx.bar is not None:
                     ctx.bar.total += len(order)
@@ -743,7 +743,7 @@ def _run_workload(ctx: _Context, unit: Unit, index: int, procs: dict, attempt: i
             if rnd > design.iterations:
                 store.event("fast_rounds", seq=unit.seq, workload=exp.workloads[index].name,
                             added=rnd - design.iterations,
-                            still_short=_short_of_fast(rule, values, ctx.fastest, pairs))
+                            still_short=rule.short(values, _fastest_of(values, ctx.fastest, pairs)))
         phases.lap("measure_s")
         phases.move("measure_s", "probe_s", probing)
     return stored
@@ -757,9 +757,9 @@ def _metric(metrics, name: str, workload: str) -> float:
                         f"({', '.join(m.name for m in metrics)})")
 
 
-def _short_of_fast(rule, values: dict, fastest: dict, pairs: dict) -> bool:
-    """`rule.short` against the run's fastest of each condition's workload in this unit."""
-    return rule.short(values, {cid: fastest[cid, pairs[cid][1].name] for _, cid in values})
+def _fastest_of(values: dict, fastest: dict, pairs: dict) -> dict:
+    """The run's fastest so far of each condition of the unit, for its workload (`FastRounds.short`)."""
+    return {cid: fastest[cid, pairs[cid][1].name] for _, cid in values}
 
 
 def _warm_up(calls: list[tuple[list, Callable[..., dict]]], side_by_side: bool = True) -> list[float]:

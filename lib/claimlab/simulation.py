@@ -105,7 +105,7 @@ class Draw:
         """The experiment as the runner measures it under `design.fast_rounds`: drawn with
         `rule.max_iterations` rounds, each block keeps its first `iterations` rounds, then one more
         while any condition has fewer than `rule.count` fast-state values against the run's
-        fastest so far (earlier blocks and this one), as `FastRounds.short` decides for the
+        fastest so far (earlier blocks and this one), as `FastRounds.another` decides for the
         runner. Returns the draw with the rounds not measured set to NaN, and the rounds each
         block measured, (sims, runs, blocks)."""
         if not self.paired or self.logs.shape[-1] < rule.max_iterations:

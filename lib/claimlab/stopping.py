@@ -108,6 +108,11 @@ class FastRounds:
         return any(sum(self.is_fast(v, fastest[condition]) for v in seen) < self.count
                    for (_, condition), seen in values.items())
 
+    def another(self, rounds: int, values: Mapping[tuple, Sequence[float]], fastest: Mapping) -> bool:
+        """Whether a unit measured whole over `rounds` rounds gets one more: under the cap and
+        `short` (the runner asks this after its `iterations` rounds; bench/fast_rounds.py replays it)."""
+        return rounds < self.max_iterations and self.short(values, fastest)
+
     def better(self, value: float, best: float | None) -> float:
         """The fastest of `value` and `best` (None: nothing yet)."""
         if best is None or math.isnan(best):

@@ -185,7 +185,7 @@ def test_rounds_added_until_fast_keep_starts_a_mostly_slow_host_drops_and_cost_a
 
 
 def test_the_simulated_rule_decides_as_the_runner_does():
-    """until_fast vectorizes FastRounds.short, which the runner asks after each round: replayed
+    """until_fast vectorizes FastRounds.another, which the runner asks after each round: replayed
     round by round with it on the same values, every block stops after the same round."""
     rule = FastRounds(metric="elapsed_s", count=2, max_iterations=8)
     sim = draw(np.random.default_rng(25), [1.0, 1.2, 1.4], n_sims=3, n_blocks=6, n_rounds=8, paired=True,
@@ -196,7 +196,7 @@ def test_the_simulated_rule_decides_as_the_runner_does():
         fastest = {}
         for block in range(6):
             seen, rounds = {}, 0
-            while rounds < 3 or (rounds < 8 and rule.short(seen, fastest)):
+            while rounds < 3 or rule.another(rounds, seen, fastest):
                 for i, c in enumerate("abc"):
                     v = float(values[s, 0, block, i, rounds])
                     fastest[c] = rule.better(v, fastest.get(c))
