@@ -37,17 +37,18 @@ def replay(results: pd.DataFrame, rule: FastRounds | None, iterations: int) -> p
     if rule is None:
         return results[results["iteration"] < iterations]
     scans = results[results["metric"] == rule.metric].sort_values("started_at")
-    fastest: dict[str, float] = {}
+    earlier: dict[str, list[float]] = {}   # condition -> the fastest value of each earlier start
     last_round: dict[int, int] = {}   # seq -> the last round the rule would have run
     for seq, unit in scans.groupby("seq", sort=True):
         values: dict[tuple, list[float]] = {}
         for rnd, part in unit.groupby("iteration", sort=True):
             for row in part.itertuples():
-                fastest[row.condition] = rule.better(row.value, fastest.get(row.condition))
                 values.setdefault((row.repetition, row.condition), []).append(row.value)
             last_round[seq] = rnd
-            if rnd + 1 >= iterations and not rule.another(rnd + 1, values, fastest):
+            if rnd + 1 >= iterations and not rule.another(rnd + 1, values, rule.levels(values, earlier)):
                 break
+        for (_, condition), seen in values.items():
+            earlier.setdefault(condition, []).append(rule.best(seen))
     return results[results["iteration"] <= results["seq"].map(last_round)]
 
 

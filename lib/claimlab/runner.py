@@ -204,8 +204,8 @@ def run(exp: Experiment, *, data_root: Path | None = None, work_root: Path | Non
             store.event("reaped_stale_servers", pids=reaped)
         placer = _placer(exp, runnable, store, log)
         ctx = _Context(exp, store, launcher, store.completed(), manifest.speed_probe, placer=placer)
-        if design.fast_rounds is not None:   # a resumed run's fast state is read against its stored values
-            ctx.fastest = store.fastest(design.fast_rounds.metric, design.fast_rounds.fastest)
+        if design.fast_rounds is not None:   # a resumed run's fast level is read from its stored starts
+            ctx.start_bests = store.start_bests(design.fast_rounds.metric, design.fast_rounds.fastest)
         total = sum(len(u.conditions) for u in units) * len(exp.workloads) * design.iterations
         # a sequential design's total (and ETA) is its cap: it usually stops before
         upto = f", stops when decided, at most {blocks} blocks" if design.sequential else ""
@@ -394,7 +394,7 @@ class _Context:
     window: accounting.LoadWindow | None = None    # the quiet check's, opened as the last unit ended
     placer: Placer | None = None                   # a fresh copy of each binary per block (None: off)
     drawn: tuple | None = None                     # (seq, attempt, placements) drawn for a unit ahead
-    fastest: dict = field(default_factory=dict)    # (condition, workload) -> fastest value (fast_rounds)
+    start_bests: dict = field(default_factory=dict)   # (condition, workload) -> each start's fastest (fast_rounds)
 
     def stopping_homes(self) -> set[Path]:
         return {proc.server.home for s in self.stopping for proc in s.procs if hasattr(proc.server, "home")}
@@ -723,17 +723,17 @@ def _run_workload(ctx: _Context, unit: Unit, index: int, procs: dict, attempt: i
                     if ctx.bar is not None:
                         ctx.bar.update(1)
                     if rule is not None:
-                        value = _metric(m.metrics, rule.metric, w.name)
-                        key = (c.id, w.name)
-                        ctx.fastest[key] = rule.better(value, ctx.fastest.get(key))
-                        values.setdefault((r, c.id), []).append(value)
+                        values.setdefault((r, c.id), []).append(_metric(m.metrics, rule.metric, w.name))
 
         for rnd in range(design.iterations):
             measure(rnd, [(r, c) for r, c in round_order(unit, rnd, design.seed) if (r, c.id, rnd) in todo])
         full = unit.starts * len(pairs) * design.iterations
+        def levels() -> dict:
+            return rule.levels(values, _earlier(ctx.start_bests, pairs))
+
         if rule is not None and len(todo) == full:   # a unit resumed halfway is not extended
             rnd = design.iterations
-            while rule.another(rnd, values, _fastest_of(values, ctx.fastest, pairs)):
+            while rule.another(rnd, values, levels()):
                 order = round_order(unit, rnd, design.seed)
                 if ctx.bar is not None:
                     ctx.bar.total += len(order)
@@ -743,7 +743,10 @@ def _run_workload(ctx: _Context, unit: Unit, index: int, procs: dict, attempt: i
             if rnd > design.iterations:
                 store.event("fast_rounds", seq=unit.seq, workload=exp.workloads[index].name,
                             added=rnd - design.iterations,
-                            still_short=rule.short(values, _fastest_of(values, ctx.fastest, pairs)))
+                            still_short=rule.short(values, levels()))
+        if rule is not None:
+            for (_, cid), seen in values.items():
+                ctx.start_bests.setdefault((cid, pairs[cid][1].name), []).append(rule.best(seen))
         phases.lap("measure_s")
         phases.move("measure_s", "probe_s", probing)
     return stored
@@ -757,9 +760,10 @@ def _metric(metrics, name: str, workload: str) -> float:
                         f"({', '.join(m.name for m in metrics)})")
 
 
-def _fastest_of(values: dict, fastest: dict, pairs: dict) -> dict:
-    """The run's fastest so far of each condition of the unit, for its workload (`FastRounds.short`)."""
-    return {cid: fastest[cid, pairs[cid][1].name] for _, cid in values}
+def _earlier(start_bests: dict, pairs: dict) -> dict:
+    """The fastest value of each earlier start of the run, per condition of the unit, for its
+    workload (`FastRounds.levels`)."""
+    return {cid: start_bests.get((cid, workload.name), []) for cid, (_, workload) in pairs.items()}
 
 
 def _warm_up(calls: list[tuple[list, Callable[..., dict]]], side_by_side: bool = True) -> list[float]:

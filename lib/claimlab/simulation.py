@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from claimlab.claims import Comparison, Condition
-from claimlab.stopping import FAST_BAND, FastRounds
+from claimlab.stopping import FAST_BAND, FAST_GATE, FastRounds
 
 
 @dataclass(frozen=True)
@@ -81,13 +81,14 @@ class Draw:
             if normal_only:
                 raise ValueError("the fast-state statistic needs no probe: use all rounds")
             means = []
+            band = np.log1p(FAST_BAND)
             for side in (baseline, treatment):
                 logs = self.logs[..., side, :]                      # (sims, runs, blocks, rounds)
-                if statistic == "near_min":     # NaN: a round not measured (`until_fast`)
-                    fast = logs <= np.nanmin(logs, axis=(-2, -1), keepdims=True) + np.log1p(FAST_BAND)
-                else:
-                    fast = logs >= np.nanmax(logs, axis=(-2, -1), keepdims=True) - np.log1p(FAST_BAND)
+                keyed = logs if statistic == "near_min" else -logs  # NaN: a round not measured (`until_fast`)
+                best = np.nanmin(keyed, axis=-1)                    # each start's fastest
+                level = np.quantile(best, FAST_GATE, axis=-1)[..., None]   # the run's fast level
                 with np.errstate(invalid="ignore"):
+                    fast = (keyed <= best[..., None] + band) & (best <= level + band)[..., None]
                     means.append(np.where(fast, logs, 0.0).sum(-1) / fast.sum(-1))
             return means[1] - means[0]
         diff = self.logs[..., treatment, :] - self.logs[..., baseline, :]
@@ -103,32 +104,30 @@ class Draw:
 
     def until_fast(self, rule: FastRounds, iterations: int) -> tuple[Draw, np.ndarray]:
         """The experiment as the runner measures it under `design.fast_rounds`: drawn with
-        `rule.max_iterations` rounds, each block keeps its first `iterations` rounds, then one more
-        while any condition has fewer than `rule.count` fast-state values against the run's
-        fastest so far (earlier blocks and this one), as `FastRounds.another` decides for the
-        runner. Returns the draw with the rounds not measured set to NaN, and the rounds each
-        block measured, (sims, runs, blocks)."""
+        `rule.max_iterations` rounds, each block (one server start) keeps its first `iterations`
+        rounds, then one more while any condition has fewer than `rule.count` fast-state values
+        against the run's fast level so far (over the fastest of the earlier starts and of this
+        one), as `FastRounds.another` decides for the runner. Returns the draw with the rounds
+        not measured set to NaN, and the rounds each block measured, (sims, runs, blocks)."""
         if not self.paired or self.logs.shape[-1] < rule.max_iterations:
             raise ValueError("until_fast needs a paired draw of at least max_iterations rounds")
         logs = self.logs[..., : rule.max_iterations]
         sims, runs, blocks, _, rounds = logs.shape
-        sign = 1.0 if rule.fastest == "min" else -1.0
-        keyed = sign * logs                          # smaller is faster on this scale
+        keyed = logs if rule.fastest == "min" else -logs   # smaller is faster on this scale
         band = np.log1p(FAST_BAND)
-        best = np.full((sims, runs, logs.shape[-2]), np.inf)
+        bests = []                                   # each earlier start's fastest, (sims, runs, conditions)
         used = np.empty((sims, runs, blocks), dtype=int)
         for block in range(blocks):
             values = keyed[:, :, block]              # (sims, runs, conditions, rounds)
-            running = np.minimum(best[..., None], np.minimum.accumulate(values, axis=-1))
+            running = np.minimum.accumulate(values, axis=-1)
             taken = np.full((sims, runs), rounds)
             for end in range(rounds, iterations - 1, -1):   # the first round count that has enough
-                seen = values[..., :end]
-                fast = (seen <= running[..., end - 1][..., None] + band).sum(-1)
-                enough = (fast >= rule.count).all(-1)
-                taken = np.where(enough, end, taken)
+                best = running[..., end - 1]
+                level = np.quantile(np.stack([*bests, best], axis=-1), FAST_GATE, axis=-1)
+                fast = (values[..., :end] <= best[..., None] + band).sum(-1) * (best <= level + band)
+                taken = np.where((fast >= rule.count).all(-1), end, taken)
             used[:, :, block] = taken
-            kept = np.arange(rounds) < taken[..., None, None]
-            best = np.minimum(best, np.where(kept, values, np.inf).min(-1))
+            bests.append(np.take_along_axis(running, taken[..., None, None] - 1, axis=-1)[..., 0])
         mask = np.arange(rounds) < used[..., None, None]
         return Draw(np.where(mask, logs, np.nan), self.slow[..., :rounds], self.position[..., :rounds],
                     self.paired), used

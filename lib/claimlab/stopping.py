@@ -3,8 +3,9 @@ and the statistics: when to stop adding blocks (`StopRule`, sequential), and whe
 rounds to a server start (`FastRounds`).
 
 The methods that apply the sequential rule live in `stats.sequential` (`should_stop`,
-`stop_callback`, `sequential_alpha`, `sequential_look`); the fast state itself (`FAST_BAND`) is
-defined here because the runner's rule and the analysis's statistic must read it alike.
+`stop_callback`, `sequential_alpha`, `sequential_look`); the fast state itself (`FAST_BAND`,
+`FAST_GATE`, `fast_level`) is defined here because the runner's rule and the analysis's statistic
+must read it alike.
 """
 
 from __future__ import annotations
@@ -14,7 +15,20 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 MAX_LOOKS = 100   # the alpha-spending boundaries are simulated for at most this many looks
-FAST_BAND = 0.15  # a value within 15% of its run's fastest is in the machine's fast state
+FAST_BAND = 0.15  # a value within 15% of its server start's fastest is in that start's fast state,
+FAST_GATE = 0.25  # if the start's fastest is within FAST_BAND of this quantile of the run's starts'
+
+
+def fast_level(start_bests: Sequence[float], fastest: str = "min") -> float:
+    """The run's fast level of one condition: the lower quartile of its server starts' fastest
+    values (upper quartile for `fastest` "max", a rate; pass logs, as the analysis does), by
+    numpy's default (linear) interpolation. A start whose own fastest lies beyond FAST_BAND of it
+    spent the run's fast state elsewhere and does not count (`stats.fast_state`)."""
+    ordered = sorted(start_bests)
+    position = (len(ordered) - 1) * (FAST_GATE if fastest == "min" else 1 - FAST_GATE)
+    low = math.floor(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
 @dataclass(frozen=True)
@@ -69,9 +83,10 @@ class FastRounds:
     re-measurement, decided by the measured values themselves, not by a witness.
 
     After a start's `iterations` rounds, while any of its conditions has fewer than `count`
-    values of `metric` in the fast state (within FAST_BAND of the run's fastest value of that
-    condition so far: smallest for `fastest: min`, a time; largest for `max`, a rate), every
-    condition is measured once more, in a fresh random order, up to `max_iterations` rounds.
+    values of `metric` in the fast state (within FAST_BAND of the start's fastest, itself within
+    FAST_BAND of the run's `fast_level` so far: smallest for `fastest: min`, a time; largest for
+    `max`, a rate), every condition is measured once more, in a fresh random order, up to
+    `max_iterations` rounds.
 
     Why: a comparison with `statistic: near_min` reads each side's fast-state values only, and
     on a host whose slow state is the usual one (the Intel host of 2026-11-26: 60-80% of MySQL's
@@ -96,30 +111,48 @@ class FastRounds:
             raise ValueError("count must lie between 1 and max_iterations")
 
     def is_fast(self, value: float, best: float) -> bool:
-        """Whether `value` lies in the fast state of a condition whose fastest value is `best`
-        (in logs, as `stats.fast_state` reads it)."""
+        """Whether `value` lies within FAST_BAND of `best` on the slow side (in logs, as
+        `stats.fast_state` reads it)."""
         if self.fastest == "min":
             return math.log(value) <= math.log(best) + math.log1p(FAST_BAND)
         return math.log(value) >= math.log(best) - math.log1p(FAST_BAND)
 
-    def short(self, values: Mapping[tuple, Sequence[float]], fastest: Mapping) -> bool:
+    def best(self, values: Sequence[float]) -> float:
+        """The fastest of `values`: smallest for a time, largest for a rate."""
+        return min(values) if self.fastest == "min" else max(values)
+
+    def level(self, start_bests: Sequence[float]) -> float:
+        """The run's fast level over the fastest values of its starts so far (`fast_level`, on
+        logs as the analysis takes it)."""
+        return math.exp(fast_level([math.log(v) for v in start_bests], self.fastest))
+
+    def levels(self, values: Mapping[tuple, Sequence[float]], earlier: Mapping) -> dict:
+        """The run's fast level of each condition of a unit: over `earlier[condition]`, the fastest
+        values of the run's earlier starts, and the fastest of each of this unit's starts so far."""
+        bests: dict = {}
+        for (_, condition), seen in values.items():
+            bests.setdefault(condition, list(earlier.get(condition, ()))).append(self.best(seen))
+        return {condition: self.level(found) for condition, found in bests.items()}
+
+    def fast_count(self, seen: Sequence[float], level: float) -> int:
+        """How many of one start's values of a condition are in the fast state, against the
+        run's fast level of that condition: none if the start's fastest is outside its band."""
+        best = self.best(seen)
+        return sum(self.is_fast(v, best) for v in seen) if self.is_fast(best, level) else 0
+
+    def short(self, values: Mapping[tuple, Sequence[float]], levels: Mapping) -> bool:
         """Whether a unit needs another round: some (start, condition) key of `values` has fewer
-        than `count` fast-state values against `fastest[condition]`, the run's fastest so far."""
-        return any(sum(self.is_fast(v, fastest[condition]) for v in seen) < self.count
+        than `count` fast-state values against `levels[condition]` (see `levels`)."""
+        return any(self.fast_count(seen, levels[condition]) < self.count
                    for (_, condition), seen in values.items())
 
-    def another(self, rounds: int, values: Mapping[tuple, Sequence[float]], fastest: Mapping) -> bool:
+    def another(self, rounds: int, values: Mapping[tuple, Sequence[float]], levels: Mapping) -> bool:
         """Whether a unit measured whole over `rounds` rounds gets one more: under the cap and
         `short` (the runner asks this after its `iterations` rounds; bench/fast_rounds.py replays it)."""
-        return rounds < self.max_iterations and self.short(values, fastest)
-
-    def better(self, value: float, best: float | None) -> float:
-        """The fastest of `value` and `best` (None: nothing yet)."""
-        if best is None or math.isnan(best):
-            return value
-        return min(value, best) if self.fastest == "min" else max(value, best)
+        return rounds < self.max_iterations and self.short(values, levels)
 
     def describe(self) -> str:
         return (f"rounds added to a start while a condition has fewer than {self.count} "
-                f"{self.metric} values within {FAST_BAND:.0%} of the run's fastest, "
+                f"{self.metric} values in the fast state (within {FAST_BAND:.0%} of the start's "
+                f"fastest, itself within {FAST_BAND:.0%} of the run's fast level), "
                 f"at most {self.max_iterations} rounds")

@@ -369,13 +369,17 @@ class RunStore:
         return set(zip(df["condition"], df["workload"], df["repetition"].astype(int),
                        df["iteration"].astype(int)))
 
-    def fastest(self, metric: str, fastest: str) -> dict[tuple[str, str], float]:
-        """The fastest stored value of `metric` per (condition, workload), smallest or largest
-        (`fastest` "min" or "max"): where a resumed run's `design.fast_rounds` takes up its reference."""
+    def start_bests(self, metric: str, fastest: str) -> dict[tuple[str, str], list[float]]:
+        """The fastest stored value of `metric` of each server start (repetition, seq, attempt),
+        smallest or largest (`fastest` "min" or "max"), per (condition, workload): where a resumed
+        run's `design.fast_rounds` takes up its fast level."""
         df = _read_csv(self.path / "results.csv")
         df = df[df["metric"] == metric]
-        best = df.groupby(["condition", "workload"])["value"].agg(fastest)
-        return {key: float(value) for key, value in best.items()}
+        best = df.groupby(["condition", "workload", "repetition", "seq", "attempt"])["value"].agg(fastest)
+        out: dict[tuple[str, str], list[float]] = {}
+        for (condition, workload, *_), value in best.items():
+            out.setdefault((condition, workload), []).append(float(value))
+        return out
 
     def starts(self) -> dict[int, int]:
         """The highest attempt recorded per seq: a resumed unit numbers its server starts on from

@@ -203,7 +203,7 @@ def test_a_refused_collation_fails_once_and_is_not_retried(tmp_path, write_param
 def test_a_unit_resumed_halfway_is_not_extended_and_the_next_one_is(tmp_path, write_params, mariadbd):
     """`design.fast_rounds`: three rounds cannot hold four fast values, so every unit measured whole
     gets rounds added; the unit cut by the interrupt completes its three rounds only, and the next
-    unit reads its fast state against the run's stored values (RunStore.fastest)."""
+    unit reads its fast level from the run's stored starts (RunStore.start_bests)."""
     text = EXP.replace("max_attempts: 3}", "max_attempts: 3,\n         fast_rounds: {metric: elapsed_s, count: 4, "
                                           "max_iterations: 5}}")
     path = write_params(text)

@@ -38,14 +38,16 @@ def test_each_listed_run_is_intact_and_of_its_arm():
 
 def test_neither_arm_shows_a_run_level_state_on_that_host(table):
     # data/README.md: four alternated pairs; in neither arm do the runs differ by more than their
-    # blocks explain (ANOVA p 0.14-0.57 with one placement a run, 0.047-0.38 with one per block),
-    # and every run's estimate lies within 3% of every other's of its arm
+    # blocks explain (ANOVA p 0.14-0.57 with one placement a run, 0.047-0.38 with one per block, read
+    # with the band drawn from the run's fastest; 0.48-0.77 and 0.095-0.92 re-read with each start's
+    # own band), and every run's estimate lies within 3% of every other's of its arm (4.1% re-read)
     one_run = table.loc["one placement a run", "p_runs_differ"]
     per_block = table.loc["one per block", "p_runs_differ"]
-    assert (one_run > 0.1).all(), one_run
-    assert per_block.min() == pytest.approx(0.047, abs=0.001) and per_block.drop("unicode_vs_general").gt(0.2).all()
+    assert (one_run > 0.4).all(), one_run
+    assert per_block.min() == pytest.approx(0.095, abs=0.001) and per_block.drop("unicode_vs_general").gt(0.1).all()
     for (arm, comparison), row in table.iterrows():
         estimates = [float(part.split(": ")[1]) for part in row["run_estimates"].split(", ")]
-        assert len(estimates) == 4 and max(estimates) / min(estimates) - 1 < 0.03, (arm, comparison, estimates)
-    # the blocks' own spread is about the same with a copy per block (1.7-2.0% against 2.0-2.6%)
-    assert table["within_run_sd"].between(0.016, 0.027).all()
+        assert len(estimates) == 4 and max(estimates) / min(estimates) - 1 < 0.041, (arm, comparison, estimates)
+    # the blocks' own spread is about the same with a copy per block (1.7-2.0% against 2.0-2.6%;
+    # re-read, 2.9-3.4% against 2.4-3.1%)
+    assert table["within_run_sd"].between(0.023, 0.034).all()

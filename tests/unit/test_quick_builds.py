@@ -90,11 +90,13 @@ def test_the_readmes_agreement_of_two_shipped_builds_is_rerun_from_their_runs(ca
     precision = bench_module("precision")
     assert precision.main(["--builds", "I", "J"]) == 0
     out = capsys.readouterr().out
-    # data/README.md, "Do two quick builds agree?": I vs J, 16 of 18 verdicts and labels, both differences
-    # marked near an edge; the comparisons that differ are listed with each build's interval
+    # data/README.md, "Do two quick builds agree?": I vs J, 16 of 18 verdicts and labels when read
+    # with the band drawn from the run's fastest; 17 of 18 re-read with each start's own band
+    # ("The fast state, start by start"); the comparison that differs is listed with each
+    # build's interval
     row = next(line.split() for line in out.splitlines() if line.startswith("I vs J"))
-    assert row[3:8] == ["18", "16", "16", "2", "2"], out
-    assert "C2 unicode_vs_general mariadb:" in out and "J: 1.062 [1.050, 1.074] inconclusive" in out
+    assert row[3:8] == ["18", "17", "17", "1", "0"], out
+    assert "C2 unicode_vs_general mariadb:" in out and "J: 1.059 [1.045, 1.073] inconclusive" in out
 
 
 def test_an_unlisted_build_is_named_in_one_line():
@@ -143,15 +145,16 @@ def test_the_predicted_agreement_of_two_builds_follows_the_shipped_builds():
 def test_the_family_26_builds_agree_but_on_one_comparison_and_differ_from_the_earlier_host(capsys):
     # data/README.md, "A second host": four builds on the family-26 host, C2 and C3 sequential on MariaDB;
     # only C2 unicode/general on MariaDB differs (X ran to its cap of 36 starts at 1.051, on the
-    # band's edge), and C2's MySQL ratio there is 1.44-1.48 against 1.76-1.84 on the earlier host
+    # band's edge; 1.055, marked near it, re-read with each start's own band), and C2's MySQL
+    # ratio there is 1.44-1.48 against 1.76-1.84 on the earlier host
     precision = bench_module("precision")
     precision.print_builds(_tables(FAMILY_26))
     out = capsys.readouterr().out
     rows = {" ".join(line.split()[:3]): line.split()[3:8] for line in out.splitlines() if " vs " in line[:8]}
-    assert rows == {"X vs Y": ["18", "17", "17", "1", "0"], "X vs Z": ["18", "17", "17", "1", "0"],
-                    "X vs AA": ["18", "17", "17", "1", "0"], "Y vs Z": ["18", "18", "18", "0", "0"],
+    assert rows == {"X vs Y": ["18", "17", "17", "1", "1"], "X vs Z": ["18", "17", "17", "1", "1"],
+                    "X vs AA": ["18", "17", "17", "1", "1"], "Y vs Z": ["18", "18", "18", "0", "0"],
                     "Y vs AA": ["18", "18", "18", "0", "0"], "Z vs AA": ["18", "18", "18", "0", "0"]}, out
-    assert "C2 unicode_vs_general mariadb:" in out and "X: 1.051 [1.047, 1.056] inconclusive" in out
+    assert "C2 unicode_vs_general mariadb:" in out and "X: 1.055 [1.050, 1.061] inconclusive (near an edge)" in out
     tables = _tables(FAMILY_26 + ["V"])
     for name, table in tables.items():
         main = table[(table["comparison"] == "uca_ai_vs_utf8mb3") & (table["target"] == "mysql")]["estimate"].item()
@@ -217,7 +220,7 @@ def test_the_preloaded_builds_agree_with_the_400k_ones_and_read_unicode_at_its_l
     # data/README.md, "Loading is set-up": AB-AI, 28 pairs, 504 of 504 verdicts alike, the labels that
     # differ all C4's size on MySQL; MariaDB's unicode/general reads 1.06 in AF-AI as in AB,
     # against 1.13-1.15 in AC-AE, while C2's other comparisons stay within 1.5% (AG's MySQL
-    # utf8mb4_general/utf8mb3 0.990, the lowest)
+    # utf8mb4_general/utf8mb3 0.990, the lowest; 1.6% and 0.989 re-read with each start's own band)
     precision = bench_module("precision")
     precision.print_builds(_tables([*ROWS_400K, *PRELOADED]))
     out = capsys.readouterr().out
@@ -227,17 +230,18 @@ def test_the_preloaded_builds_agree_with_the_400k_ones_and_read_unicode_at_its_l
     c2 = pd.concat([table.assign(build=name) for name, table in tables.items()])
     c2 = c2[c2["claim"] == "C2"].pivot_table(index=["comparison", "target"], columns="build", values="estimate")
     spread = c2.max(axis=1) / c2.min(axis=1) - 1
-    assert (spread.drop("unicode_vs_general", level="comparison") < 0.015).all(), spread
+    assert (spread.drop("unicode_vs_general", level="comparison") < 0.016).all(), spread
     unicode = c2.loc[("unicode_vs_general", "mariadb")]
     assert (unicode[["AB", *PRELOADED]] < 1.07).all() and (unicode[["AC", "AD", "AE"]] > 1.12).all(), unicode
     # the must-show "C2 estimates within 3%" per pair: ten of 28 pairs meet it; the fifteen that
     # span MariaDB's two levels miss it on unicode/general, and MySQL's unicode/general misses it
-    # by 0.1-1.1 points in five (AI, with two of its five starts in MySQL's unicode state, in three)
+    # by 0.1-1.1 points in five (AI, with two of its five starts in MySQL's unicode state, in three;
+    # re-read with each start's own band, in six, AC vs AE the added one)
     over = precision.builds_agreement(tables).set_index("builds")["c2_over_3pct"]
     assert (over == "-").sum() == 10, over
     assert over[over != "-"].str.fullmatch(r"unicode_vs_general \w+ [\d.]+%(, unicode_vs_general \w+ [\d.]+%)?").all()
     mysql = over.str.contains("mysql")
-    assert mysql.sum() == 5 and mysql[["AB vs AI", "AE vs AI", "AH vs AI"]].all(), over
+    assert mysql.sum() == 6 and mysql[["AB vs AI", "AE vs AI", "AH vs AI", "AC vs AE"]].all(), over
 
 
 def test_mysqls_unicode_scan_takes_a_slower_state_for_a_whole_server_start():
@@ -323,17 +327,18 @@ def test_mariadbs_unicode_level_is_shared_by_a_runs_starts_and_changes_between_r
 
 def test_the_two_start_build_agrees_with_the_others_and_its_mysql_unicode_is_in_every_pair_within_3pct(capsys):
     # data/README.md, "Two MySQL starts per block": AB-AJ, 36 pairs, 648 of 648 verdicts alike; 15 pairs
-    # have every C2 estimate within 3%; AJ misses it only against AC-AE, on MariaDB's level
+    # have every C2 estimate within 3%; AJ misses it only against AC-AE, on MariaDB's level (re-read
+    # with each start's own band: 14 pairs, AJ also against AI, MySQL's unicode/general 3.0% apart)
     builds = [*ROWS_400K, *PRELOADED, "AJ"]
     precision = bench_module("precision")
     precision.print_builds(_tables(builds))
     assert "all 36 pairs: same verdict 648 of 648, same label 634" in capsys.readouterr().out
     tables = _tables(builds)
     over = precision.builds_agreement(tables).set_index("builds")["c2_over_3pct"]
-    assert (over == "-").sum() == 15, over
+    assert (over == "-").sum() == 14, over
     with_aj = over[over.index.str.endswith("vs AJ")]
-    assert not with_aj.str.contains("mysql").any(), with_aj
-    assert sorted(with_aj[with_aj != "-"].index) == ["AC vs AJ", "AD vs AJ", "AE vs AJ"], with_aj
+    assert with_aj[with_aj.str.contains("mysql")].index.tolist() == ["AI vs AJ"], with_aj
+    assert sorted(with_aj[with_aj != "-"].index) == ["AC vs AJ", "AD vs AJ", "AE vs AJ", "AI vs AJ"], with_aj
     # its MySQL C2 run: ten starts in five blocks of two, each start a block of the analysis
     aj = tables["AJ"].set_index(["comparison", "target"])
     assert aj.loc[("unicode_vs_general", "mysql"), "n_blocks"] == 10
@@ -348,7 +353,8 @@ def test_the_two_start_build_agrees_with_the_others_and_its_mysql_unicode_is_in_
 def test_two_starts_per_block_narrow_what_one_run_draws_of_mysqls_layouts():
     # data/README.md, "Two MySQL starts per block": the designs alternated run by run, six runs each
     # (data/c2_layouts.json); unicode/general per run 1.269-1.300 with one start per block, 1.273-1.292
-    # with two, the blocks' SD 2.7% against 1.6%, so a run's standard error 1.2% against 0.5%
+    # with two, the blocks' SD 2.7% against 1.6%, so a run's standard error 1.2% against 0.5% (re-read
+    # with each start's own band: 1.269-1.302 against 1.273-1.295, SD 2.9% against 1.9%)
     listed = json.loads((ROOT / "data" / "c2_layouts.json").read_text())
     claim = load_claims(ROOT / "data" / "claims.yaml")["C2"]
     read = {}
@@ -364,11 +370,11 @@ def test_two_starts_per_block_narrow_what_one_run_draws_of_mysqls_layouts():
         spread = stats.run_spread(c2.results, claim).set_index("comparison").loc["unicode_vs_general"]
         estimates = [float(part.split(": ")[1]) for part in spread["run_estimates"].split(", ")]
         read[design] = (min(estimates), max(estimates), spread["within_run_sd"], unicode["n_blocks"])
-    assert read["one_start"][:2] == pytest.approx((1.269, 1.300), abs=0.0006), read
-    assert read["two_starts"][:2] == pytest.approx((1.273, 1.292), abs=0.0006), read
+    assert read["one_start"][:2] == pytest.approx((1.269, 1.302), abs=0.0006), read
+    assert read["two_starts"][:2] == pytest.approx((1.273, 1.295), abs=0.0006), read
     assert read["one_start"][3] == 30 and read["two_starts"][3] == 60
-    assert read["one_start"][2] == pytest.approx(0.0267, abs=0.0005)
-    assert read["two_starts"][2] == pytest.approx(0.0164, abs=0.0005)
+    assert read["one_start"][2] == pytest.approx(0.0285, abs=0.0005)
+    assert read["two_starts"][2] == pytest.approx(0.0187, abs=0.0005)
     # both designs' runs within 3% of each other in this half-hour
     assert all(hi / lo - 1 < 0.03 for lo, hi, *_ in read.values())
 
@@ -402,8 +408,9 @@ def test_a_whole_mysql_run_can_read_unicode_in_the_slower_state():
 def test_the_next_sessions_build_agrees_on_every_verdict_and_misses_3pct_only_in_the_machines_states():
     # README, "Precision (issue 12)": AN (09:19, the first unit's warm-up in the recorded round
     # order): AB-AN, 78 pairs, 1404 of 1404 verdicts alike, the 22 labels that differ all C4's size
-    # on MySQL; 35 pairs have every C2 estimate within 3%, and AN misses it only against MariaDB's
-    # higher level (AC-AE) and MySQL's slower states (AI, AK), on unicode/general alone
+    # on MySQL; 35 pairs have every C2 estimate within 3% (34 re-read with each start's own band),
+    # and AN misses it only against MariaDB's higher level (AC-AE) and MySQL's slower states (AI,
+    # AK), on unicode/general alone
     precision = bench_module("precision")
     tables = _tables([*ROWS_400K, *PRELOADED, *TWO_STARTS, *IN_ROUND_ORDER])
     pairs = precision.builds_agreement(tables)
@@ -413,7 +420,7 @@ def test_the_next_sessions_build_agrees_on_every_verdict_and_misses_3pct_only_in
                            for name, t in tables.items()})
     assert list(labels[labels.nunique(axis=1) > 1].index) == [("C4", "binlog_on_vs_off", "mysql")]
     over = pairs.set_index("builds")["c2_over_3pct"]
-    assert (over == "-").sum() == 35, over
+    assert (over == "-").sum() == 34, over
     assert over[over != "-"].str.split(", ").explode().str.startswith("unicode_vs_general ").all(), over
     missed = over[over.index.str.endswith("vs AN") & (over != "-")]
     assert sorted(missed.index) == [f"{b} vs AN" for b in ("AC", "AD", "AE", "AI", "AK")], missed
@@ -427,43 +434,46 @@ def test_the_next_sessions_build_agrees_on_every_verdict_and_misses_3pct_only_in
 INTEL_HOST = ["AV", "AW"]
 
 
-def test_the_intel_host_builds_keep_c2_within_3pct_and_differ_only_near_c2s_edges(capsys):
-    # AV vs AW: 15 of 18 verdicts alike, the three that differ all C2's, near their band's edge;
-    # every C2 estimate within 1.7% (the main comparison within 0.7%); MySQL's C2 main interval over
-    # the 3% goal, MariaDB's under 1%
+def test_the_intel_host_builds_differ_only_near_c2s_edges(capsys):
+    # AV vs AW: read with the band drawn from the run's fastest, 15 of 18 verdicts alike, the three
+    # that differ all C2's, near their band's edge, every C2 estimate within 1.7%, MySQL's C2 main
+    # interval over the 3% goal and MariaDB's under 1%. Re-read with each start's own band ("The
+    # fast state, start by start"): 16 of 18, both differences utf8mb4_general/utf8mb3; MySQL's
+    # main comparison 4.4% apart (1.553 and 1.622, each ±3.3%), the others within 1.6%; MariaDB's
+    # main interval ±1.7-1.8%
     precision = bench_module("precision")
     precision.print_builds(_tables(INTEL_HOST))
     out = capsys.readouterr().out
-    assert "all 1 pairs: same verdict 15 of 18, same label 15" in out, out
+    assert "all 1 pairs: same verdict 16 of 18, same label 16" in out, out
     tables = _tables(INTEL_HOST)
     pairs = precision.builds_agreement(tables).set_index("builds")
-    assert pairs.loc["AV vs AW", "c2_over_3pct"] == "-"
+    assert pairs.loc["AV vs AW", "c2_over_3pct"] == "uca_ai_vs_utf8mb3 mysql 4.4%"
     labels = pd.DataFrame({name: t.set_index(["claim", "comparison", "target"])["verdict_label"]
                            for name, t in tables.items()})
     assert sorted(labels[labels.nunique(axis=1) > 1].index) == [
-        ("C2", "unicode_vs_general", "mariadb"), ("C2", "utf8mb4_general_vs_utf8mb3", "mariadb"),
-        ("C2", "utf8mb4_general_vs_utf8mb3", "mysql")]
+        ("C2", "utf8mb4_general_vs_utf8mb3", "mariadb"), ("C2", "utf8mb4_general_vs_utf8mb3", "mysql")]
     c2 = pd.concat([t.assign(build=n) for n, t in tables.items()])
     c2 = c2[c2["claim"] == "C2"].pivot_table(index=["comparison", "target"], columns="build", values="estimate")
     apart = c2.max(axis=1) / c2.min(axis=1) - 1
-    assert (apart < 0.017).all() and (apart.loc["uca_ai_vs_utf8mb3"] < 0.007).all(), apart
+    assert (apart.drop(("uca_ai_vs_utf8mb3", "mysql")) < 0.017).all(), apart
     main = pd.concat([t.assign(build=n) for n, t in tables.items()])
     main = main[main["comparison"] == "uca_ai_vs_utf8mb3"].set_index(["build", "target"])["half_width"]
-    assert (main.xs("mariadb", level="target") < 0.01).all() and (main.xs("mysql", level="target") > 0.03).all()
+    assert (main.xs("mariadb", level="target") < 0.019).all() and (main.xs("mysql", level="target") > 0.03).all()
 
 
 def test_a_third_intel_host_build_flips_verdicts_and_misses_3pct_on_mysql(capsys):
     # AX (15:57, 38fc7cc: the same measuring code): AV-AX 46 of 54 verdicts alike; its MySQL C2 run
     # reads utf8mb4_general/utf8mb3 1.038 and unicode/general 1.256, 3-4% from AV's or AW's
+    # (re-read with each start's own band: 48 of 54; utf8mb4_general/utf8mb3 1.035, 4.0-5.6% apart)
     precision = bench_module("precision")
     builds = [*INTEL_HOST, "AX"]
     precision.print_builds(_tables(builds))
     out = capsys.readouterr().out
-    assert "all 3 pairs: same verdict 46 of 54, same label 46" in out, out
+    assert "all 3 pairs: same verdict 48 of 54, same label 48" in out, out
     over = precision.builds_agreement(_tables(builds)).set_index("builds")["c2_over_3pct"]
-    assert over["AV vs AW"] == "-"
-    assert over["AV vs AX"] == "unicode_vs_general mysql 3.8%", over
-    assert over["AW vs AX"] == "utf8mb4_general_vs_utf8mb3 mysql 4.2%, unicode_vs_general mysql 3.0%", over
+    assert over["AV vs AW"] == "uca_ai_vs_utf8mb3 mysql 4.4%"
+    assert over["AV vs AX"] == "utf8mb4_general_vs_utf8mb3 mysql 5.6%", over
+    assert over["AW vs AX"] == "utf8mb4_general_vs_utf8mb3 mysql 4.0%", over
 
 
 COMMITS = {"AV": "4fbc4866611be6c9a1e73f8b7d5ada3d09944f41", "AW": "4fbc4866611be6c9a1e73f8b7d5ada3d09944f41",
@@ -520,11 +530,15 @@ def _made_by(builds: list[str]):
 
 def test_the_builds_with_rounds_added_agree_on_every_verdict_and_keep_c2_within_3pct(capsys):
     # AY vs AZ: 18 of 18 verdicts and labels alike, every C2 estimate within 1.5%; MySQL's C2 main
-    # interval ±1.5% in AY, ±3.1% in AZ (its first ten rounds alone kept 3 of 10 starts: ±11.9%)
-    main = _pair_and_c2_main(capsys, FAST_ROUNDS, 18, "-")
-    assert main["AY", "mysql"] == pytest.approx(0.015, abs=0.001)
-    assert main["AZ", "mysql"] == pytest.approx(0.031, abs=0.001)
-    assert (main.xs("mariadb", level="target") < 0.013).all()
+    # interval ±1.5% in AY, ±3.1% in AZ (its first ten rounds alone kept 3 of 10 starts: ±11.9%).
+    # Re-read with each start's own band: 16 of 18 (unicode/general on MariaDB, utf8mb4_general/
+    # utf8mb3 on MySQL), MySQL's main comparison and utf8mb4_general/utf8mb3 3.9% and 4.2% apart,
+    # its main interval ±1.8% and ±3.4%, MariaDB's ±1.8-1.9%
+    main = _pair_and_c2_main(capsys, FAST_ROUNDS, 16,
+                             "uca_ai_vs_utf8mb3 mysql 3.9%, utf8mb4_general_vs_utf8mb3 mysql 4.2%")
+    assert main["AY", "mysql"] == pytest.approx(0.018, abs=0.001)
+    assert main["AZ", "mysql"] == pytest.approx(0.034, abs=0.001)
+    assert (main.xs("mariadb", level="target") < 0.019).all()
     for _, path, manifest in _made_by(FAST_ROUNDS):
         c2_mysql = manifest["experiment"] == "collation_cost" and manifest["default_target"] == "mysql"
         assert (manifest["design"]["fast_rounds"] is not None) is c2_mysql, path.name
@@ -540,11 +554,13 @@ COMMITS |= {"BA": "2a1f3137b2d3f90ca8db1daf6de07fcea554f215", "BB": "2a1f3137b2d
 def test_the_builds_with_longer_c3_blocks_keep_every_claims_overhead_under_a_quarter(capsys):
     # BA vs BB: 16 of 18 alike; the two that differ sit on a band's edge (C1 utf8mb4/latin1 on MySQL
     # at 0.96, C2 utf8mb4_general/utf8mb3 on MariaDB, 1.014 and 1.047: 3.3% apart); MySQL's C2 main
-    # interval ±1.6% and ±3.0%; every claim's overhead 13-23%
-    main = _pair_and_c2_main(capsys, C3_ROUNDS, 16, "utf8mb4_general_vs_utf8mb3 mariadb 3.3%")
-    assert main["BA", "mysql"] == pytest.approx(0.016, abs=0.001)
-    assert main["BB", "mysql"] == pytest.approx(0.030, abs=0.001)
-    assert (main.xs("mariadb", level="target") < 0.013).all()
+    # interval ±1.6% and ±3.0%; every claim's overhead 13-23%. Re-read with each start's own band:
+    # 17 of 18 (C1's alone), every C2 estimate within 3% (utf8mb4_general/utf8mb3 on MariaDB 1.037
+    # and 1.051), MySQL's main interval ±2.0% and ±3.8%, MariaDB's ±1.7% and ±2.2%
+    main = _pair_and_c2_main(capsys, C3_ROUNDS, 17, "-")
+    assert main["BA", "mysql"] == pytest.approx(0.020, abs=0.001)
+    assert main["BB", "mysql"] == pytest.approx(0.038, abs=0.001)
+    assert (main.xs("mariadb", level="target") < 0.023).all()
     overhead = bench_module("overhead")
     for name, dirs in bench_module("precision").build_runs(C3_ROUNDS, None).items():
         claims = overhead.per_claim(pd.DataFrame([overhead.overhead(path) for path in dirs]))

@@ -137,14 +137,33 @@ def test_the_fast_state_statistic_keeps_the_slow_state_out_of_the_interval():
     assert width["near_min"] < width[False] / 3, width
 
 
-def test_the_fast_state_statistic_needs_starts_that_settle_alike():
-    """Its limit: where server starts differ by 4% (log SD), the 15% band cuts into the normal
-    state of the slower starts, shared by every block of a run, and one run's interval
-    under-covers; runs as the top level (above) are not affected."""
-    options = dict(n_runs=1, n_blocks=6, n_rounds=15, paired=True, slow=SlowState(),
-                   noise=Noise(between_sd=0.04))
-    low, high = summaries(11, 1.1, options, "near_min").interval(0.05)
-    assert np.mean((low <= 1.1) & (1.1 <= high)) < 0.93
+# The Intel host of 2026-11-26: a start's fastest C2 scan 8-20% above the run's fastest (log SD
+# of the starts' levels about 5%), most scans in the slow state, for stretches longer than a start.
+STARTS_APART = Noise(between_sd=0.06)
+LONG_SLOW = SlowState(share=0.7, mean_length=40, factor=2.0)
+
+
+@pytest.mark.parametrize("blocks", [12, 36])
+def test_the_fast_state_statistic_keeps_coverage_where_starts_settle_apart(blocks):
+    """Why the band is drawn from each start's own fastest: drawn from the run's fastest, it
+    cut through the slower starts' fast state by an amount every block of the run shared, and
+    the interval under-covered (measured: 90% at 12 blocks, 84% at 36; A/A 9% and 16%)."""
+    options = dict(n_runs=1, n_blocks=blocks, n_rounds=14, paired=True, slow=LONG_SLOW, noise=STARTS_APART)
+    low, high = summaries(13, 1.1, options, "near_min").interval(0.05)
+    false_positive = np.mean(summaries(14, 1.0, options, "near_min").p_value() < 0.05)
+    assert 0.93 <= np.mean((low <= 1.1) & (1.1 <= high)) <= 0.97
+    assert 0.03 <= false_positive <= 0.07, false_positive
+
+
+def test_the_gate_keeps_starts_spent_in_the_slow_state_out():
+    """A start whose fastest scan is slow (the whole start in a slow stretch) counts for nothing."""
+    sim = draw(np.random.default_rng(15), [1.0, 1.1], n_sims=N, n_blocks=12, n_rounds=14, paired=True,
+               slow=LONG_SLOW, noise=C2_STARTS)
+    blocks = sim.block_log_ratios(statistic="near_min")
+    wholly_slow = sim.slow.all(axis=(-2, -1))
+    assert wholly_slow.mean() > 0.1
+    assert np.isnan(blocks[wholly_slow]).mean() > 0.99
+    assert np.isnan(blocks[~sim.slow.any(axis=(-2, -1))]).mean() == 0
 
 
 # The Intel host of 2026-11-26: 60-80% of MySQL's C2 scans slow (about 1.75x), in stretches of
@@ -154,18 +173,21 @@ UNTIL_FAST = FastRounds(metric="elapsed_s", count=3, max_iterations=20)
 C2_MYSQL = dict(n_runs=1, n_blocks=10, n_rounds=20, paired=True, noise=C2_STARTS)
 
 
-def _until_fast(seed, ratio, slow, rule=UNTIL_FAST):
-    sim, used = draw(np.random.default_rng(seed), [1.0, ratio], n_sims=N, slow=slow, **C2_MYSQL).until_fast(rule, 10)
+def _until_fast(seed, ratio, slow, rule=UNTIL_FAST, noise=C2_STARTS):
+    sim, used = draw(np.random.default_rng(seed), [1.0, ratio], n_sims=N, slow=slow,
+                     **{**C2_MYSQL, "noise": noise}).until_fast(rule, 10)
     return stats.log_ratio(sim.block_log_ratios(statistic="near_min")), used
 
 
-@pytest.mark.parametrize("slow", [SlowState(), MOSTLY_SLOW], ids=["quarter slow", "mostly slow"])
-def test_rounds_added_until_fast_keep_coverage_and_the_a_a_rate(slow):
+@pytest.mark.parametrize("slow, noise", [(SlowState(), C2_STARTS), (MOSTLY_SLOW, C2_STARTS),
+                                         (LONG_SLOW, STARTS_APART)],
+                         ids=["quarter slow", "mostly slow", "starts apart, long slow stretches"])
+def test_rounds_added_until_fast_keep_coverage_and_the_a_a_rate(slow, noise):
     """The rule looks at which values were fast, not at their size, and adds whole rounds of
     every condition: it must not bias the fast-state statistic."""
-    low, high = _until_fast(21, 1.1, slow)[0].interval(0.05)
+    low, high = _until_fast(21, 1.1, slow, noise=noise)[0].interval(0.05)
     coverage = np.mean((low <= 1.1) & (1.1 <= high))
-    false_positive = np.mean(_until_fast(22, 1.0, slow)[0].p_value() < 0.05)
+    false_positive = np.mean(_until_fast(22, 1.0, slow, noise=noise)[0].p_value() < 0.05)
     assert 0.93 <= coverage <= 0.97, f"coverage {coverage:.4f}"
     assert 0.03 <= false_positive <= 0.07, f"A/A rejections {false_positive:.4f}"
 
@@ -189,34 +211,43 @@ def test_the_simulated_rule_decides_as_the_runner_does():
     round by round with it on the same values, every block stops after the same round."""
     rule = FastRounds(metric="elapsed_s", count=2, max_iterations=8)
     sim = draw(np.random.default_rng(25), [1.0, 1.2, 1.4], n_sims=3, n_blocks=6, n_rounds=8, paired=True,
-               slow=MOSTLY_SLOW)
+               slow=MOSTLY_SLOW, noise=STARTS_APART)
     _, used = sim.until_fast(rule, 3)
     values = np.exp(sim.logs)
     for s in range(3):
-        fastest = {}
+        earlier = {}
         for block in range(6):
             seen, rounds = {}, 0
-            while rounds < 3 or rule.another(rounds, seen, fastest):
+            while rounds < 3 or rule.another(rounds, seen, rule.levels(seen, earlier)):
                 for i, c in enumerate("abc"):
-                    v = float(values[s, 0, block, i, rounds])
-                    fastest[c] = rule.better(v, fastest.get(c))
-                    seen.setdefault((0, c), []).append(v)
+                    seen.setdefault((0, c), []).append(float(values[s, 0, block, i, rounds]))
                 rounds += 1
             assert used[s, 0, block] == rounds, (s, block)
+            for (_, c), found in seen.items():
+                earlier.setdefault(c, []).append(rule.best(found))
     assert used.min() == 3 and used.max() > 3
 
 
 def test_the_runners_fast_state_is_the_statistics_one():
-    """FastRounds.is_fast and stats' fast_state draw the band's edge at the same place."""
+    """FastRounds (the runner) and stats' fast_state (the analysis) draw the band's edges at the
+    same places: around each start's fastest, and the gate around the run's fast level."""
     from claimlab.stats.observations import fast_state
-    values = pd.Series([1.0, 1.1499, 1.15, 1.1501, 2.0])
-    logs = np.log(values)
-    for fastest, statistic, best in (("min", "near_min", 1.0), ("max", "near_max", 2.0)):
+    starts = [[1.0, 1.1499, 1.1501, 2.0], [1.12, 1.2, 1.4], [1.3, 1.32, 1.5], [1.16, 1.3, 1.34]]
+    values = pd.Series([v for start in starts for v in start])
+    frame = pd.DataFrame({"run_id": "r", "repetition": [i for i, start in enumerate(starts) for _ in start],
+                          "seq": 0, "attempt": 1})
+    for fastest, statistic, scale in (("min", "near_min", 1.0), ("max", "near_max", -1.0)):
         rule = FastRounds(metric="elapsed_s", fastest=fastest)
-        analysis = fast_state(logs, pd.DataFrame({"run_id": ["r"] * 5}), statistic).tolist()
-        assert [rule.is_fast(v, best) for v in values] == analysis
-    assert FastRounds(metric="m").better(2.0, None) == 2.0
-    assert FastRounds(metric="m", fastest="max").better(2.0, 3.0) == 3.0
+        logs = scale * np.log(values)
+        analysis = fast_state(logs, frame[["run_id"]], frame[["repetition", "seq", "attempt"]], statistic)
+        scaled = [[float(np.exp(scale * np.log(v))) for v in start] for start in starts]
+        level = rule.level([rule.best(start) for start in scaled])
+        runner = [rule.is_fast(v, rule.best(start)) and rule.is_fast(rule.best(start), level)
+                  for start in scaled for v in start]
+        assert runner == analysis.tolist()
+        assert [rule.fast_count(start, level) for start in scaled] == [2, 2, 0, 2]
+    assert FastRounds(metric="m").best([2.0, 1.0]) == 1.0
+    assert FastRounds(metric="m", fastest="max").best([2.0, 3.0]) == 3.0
 
 
 @pytest.mark.parametrize("statistic", ["mean", "near_min"])

@@ -43,13 +43,17 @@ def test_append_and_read_back(store):
     assert df["binlog"].tolist() == ["on", "on", "on"]
 
 
-def test_fastest_stored_value_per_condition_takes_up_a_resumed_runs_fast_state(store):
-    for iteration, (on, off) in enumerate([(2.0, 5.0), (1.5, 6.0), (3.0, 4.0)]):
-        store.append(_row(store, iteration=iteration, metrics=(("elapsed_s", on), ("qps", 10 * on))))
-        store.append(_row(store, condition="binlog=off", iteration=iteration, metrics=(("elapsed_s", off),)))
-    assert store.fastest("elapsed_s", "min") == {("binlog=on", "ins"): 1.5, ("binlog=off", "ins"): 4.0}
-    assert store.fastest("qps", "max") == {("binlog=on", "ins"): 30.0}
-    assert store.fastest("latency", "min") == {}
+def test_each_stored_starts_fastest_value_takes_up_a_resumed_runs_fast_level(store):
+    for repetition, rounds in enumerate([[(2.0, 5.0), (1.5, 6.0)], [(3.0, 4.0), (2.5, 7.0)]]):
+        for iteration, (on, off) in enumerate(rounds):
+            store.append(_row(store, repetition=repetition, iteration=iteration,
+                              metrics=(("elapsed_s", on), ("qps", 10 * on))))
+            store.append(_row(store, condition="binlog=off", repetition=repetition, iteration=iteration,
+                              metrics=(("elapsed_s", off),)))
+    assert store.start_bests("elapsed_s", "min") == {("binlog=on", "ins"): [1.5, 2.5],
+                                                     ("binlog=off", "ins"): [5.0, 4.0]}
+    assert store.start_bests("qps", "max") == {("binlog=on", "ins"): [20.0, 30.0]}
+    assert store.start_bests("latency", "min") == {}
 
 
 def test_run_directory_is_never_reused(tmp_path, store):

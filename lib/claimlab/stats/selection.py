@@ -158,7 +158,8 @@ def _group(comparison, target, base, treat, policy: Policy, notes, strata) -> Gr
     if comparison.statistic != "mean":
         outside = int(blocks["outside_band"].sum())
         lost = _blocks_with_both(kept_base, kept_treat) - len(blocks)
-        notes.append(f"{outside} value(s) outside the fast state ({FAST_BAND:.0%} of the run's fastest) "
+        notes.append(f"{outside} value(s) outside the fast state ({FAST_BAND:.0%} of their start's fastest, "
+                     f"in starts within {FAST_BAND:.0%} of the run's fast level) "
                      "left out" + (f"; {lost} block(s) with no fast-state value on one side left out"
                                    if lost else ""))
     unmatched = int(blocks["unmatched"].sum())
