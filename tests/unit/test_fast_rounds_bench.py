@@ -55,6 +55,20 @@ def test_replaying_the_rule_on_runs_made_with_its_first_form_keeps_fewer_of_thei
     assert max(kept) == 1.0 and sum(share < 1 for share in kept) == 5, kept
 
 
+def test_replaying_the_rule_on_runs_made_with_it_keeps_every_row_they_stored():
+    # builds BC and BD's C2 runs on MySQL, made with the rule as it reads the fast state now: the
+    # bench decides as the runner did, unit by unit and round by round
+    replay = bench_module("fast_rounds").replay
+    builds = json.loads((ROOT / "data" / "quick_builds.json").read_text())
+    for run_id in (builds["BC"]["runs"][3], builds["BD"]["runs"][3]):
+        path = store.find_run(run_id, RAW)
+        manifest = store.read_manifest(path)
+        assert manifest["experiment"] == "collation_cost" and manifest["default_target"] == "mysql", run_id
+        results = store.read_results(path)
+        assert len(replay(results, FastRounds(**manifest["design"]["fast_rounds"]), 10)) == len(results), run_id
+        assert (results.groupby("seq")["iteration"].max() + 1).gt(10).any(), run_id
+
+
 def test_the_shipped_table_is_what_the_runs_give(table):
     shipped = pd.DataFrame(SHIPPED["table"])
     pd.testing.assert_frame_equal(table.reset_index(drop=True), shipped, check_dtype=False)

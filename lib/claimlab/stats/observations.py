@@ -173,7 +173,7 @@ def fast_state(logs: pd.Series, groups: pd.DataFrame, starts: pd.DataFrame, stat
     own spread is a few percent. The band is drawn from each start's own fastest because starts
     settle at levels of their own (up to 5-6% apart on the Intel host of 2026-11-26): a band drawn
     from the run's single fastest value cut through the slower starts' fast state, by a run-wide
-    amount that their blocks shared, and the interval under-covered (84% at 36 blocks in
+    amount that their blocks shared, and the interval under-covered (85% at 36 blocks in
     tests/unit/test_simulation.py). The gate keeps a start spent wholly in a slow stretch out,
     so it contributes nothing rather than a slow value; the quartile, not the minimum, keeps one
     lucky start from setting it. The mean over the band, not the single minimum, keeps one
