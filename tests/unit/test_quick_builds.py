@@ -505,9 +505,10 @@ FAST_ROUNDS = ["AY", "AZ"]
 COMMITS |= {"AY": "0219a46445b76b9453bc396a132841c9b0b5ddeb", "AZ": "a9a4f44ab554f2759eb91ee10a523bc4f3effcd8"}
 
 
-def _pair_and_c2_main(capsys, builds: list[str], same: int, over_3pct: str) -> pd.Series:
+def _pair_and_c2_main(capsys, builds: list[str], same: int, over_3pct: str, mysql: tuple[float, float],
+                      mariadb_under: float) -> None:
     """Checks a pair of builds' line of `--builds` (verdicts alike, C2 estimates over 3% apart) and
-    returns C2's main half-widths by build and target."""
+    C2's main half-widths: MySQL's in each build (within 0.1 point), MariaDB's under a bound."""
     precision = bench_module("precision")
     tables = _tables(builds)
     precision.print_builds(tables)
@@ -516,7 +517,9 @@ def _pair_and_c2_main(capsys, builds: list[str], same: int, over_3pct: str) -> p
     pair = " vs ".join(builds)
     assert precision.builds_agreement(tables).set_index("builds").loc[pair, "c2_over_3pct"] == over_3pct
     main = pd.concat([t.assign(build=n) for n, t in tables.items()])
-    return main[main["comparison"] == "uca_ai_vs_utf8mb3"].set_index(["build", "target"])["half_width"]
+    main = main[main["comparison"] == "uca_ai_vs_utf8mb3"].set_index(["build", "target"])["half_width"]
+    assert [main[b, "mysql"] for b in builds] == pytest.approx(list(mysql), abs=0.001), main
+    assert (main.xs("mariadb", level="target") < mariadb_under).all(), main
 
 
 def _made_by(builds: list[str]):
@@ -528,17 +531,22 @@ def _made_by(builds: list[str]):
             yield name, path, manifest
 
 
+def _every_claims_overhead_at_most(builds: list[str], share: float) -> None:
+    """Each claim's overhead in each build (bench/overhead.py, its runs on every server together)."""
+    overhead = bench_module("overhead")
+    for name, dirs in bench_module("precision").build_runs(builds, None).items():
+        claims = overhead.per_claim(pd.DataFrame([overhead.overhead(path) for path in dirs]))
+        assert (claims["overhead_share"] <= share).all(), (name, claims)
+
+
 def test_the_builds_with_rounds_added_agree_on_every_verdict_and_keep_c2_within_3pct(capsys):
     # AY vs AZ: 18 of 18 verdicts and labels alike, every C2 estimate within 1.5%; MySQL's C2 main
     # interval ±1.5% in AY, ±3.1% in AZ (its first ten rounds alone kept 3 of 10 starts: ±11.9%).
     # Re-read with each start's own band: 16 of 18 (unicode/general on MariaDB, utf8mb4_general/
     # utf8mb3 on MySQL), MySQL's main comparison and utf8mb4_general/utf8mb3 3.9% and 4.2% apart,
     # its main interval ±1.8% and ±3.4%, MariaDB's ±1.8-1.9%
-    main = _pair_and_c2_main(capsys, FAST_ROUNDS, 16,
-                             "uca_ai_vs_utf8mb3 mysql 3.9%, utf8mb4_general_vs_utf8mb3 mysql 4.2%")
-    assert main["AY", "mysql"] == pytest.approx(0.018, abs=0.001)
-    assert main["AZ", "mysql"] == pytest.approx(0.034, abs=0.001)
-    assert (main.xs("mariadb", level="target") < 0.019).all()
+    _pair_and_c2_main(capsys, FAST_ROUNDS, 16, "uca_ai_vs_utf8mb3 mysql 3.9%, utf8mb4_general_vs_utf8mb3 mysql 4.2%",
+                      mysql=(0.018, 0.034), mariadb_under=0.019)
     for _, path, manifest in _made_by(FAST_ROUNDS):
         c2_mysql = manifest["experiment"] == "collation_cost" and manifest["default_target"] == "mysql"
         assert (manifest["design"]["fast_rounds"] is not None) is c2_mysql, path.name
@@ -557,14 +565,9 @@ def test_the_builds_with_longer_c3_blocks_keep_every_claims_overhead_under_a_qua
     # interval ±1.6% and ±3.0%; every claim's overhead 13-23%. Re-read with each start's own band:
     # 17 of 18 (C1's alone), every C2 estimate within 3% (utf8mb4_general/utf8mb3 on MariaDB 1.037
     # and 1.051), MySQL's main interval ±2.0% and ±3.8%, MariaDB's ±1.7% and ±2.2%
-    main = _pair_and_c2_main(capsys, C3_ROUNDS, 17, "-")
-    assert main["BA", "mysql"] == pytest.approx(0.020, abs=0.001)
-    assert main["BB", "mysql"] == pytest.approx(0.038, abs=0.001)
-    assert (main.xs("mariadb", level="target") < 0.023).all()
-    overhead = bench_module("overhead")
-    for name, dirs in bench_module("precision").build_runs(C3_ROUNDS, None).items():
-        claims = overhead.per_claim(pd.DataFrame([overhead.overhead(path) for path in dirs]))
-        assert (claims["overhead_share"] <= 0.235).all(), (name, claims)
+    _pair_and_c2_main(capsys, C3_ROUNDS, 17, "-",
+                      mysql=(0.020, 0.038), mariadb_under=0.023)
+    _every_claims_overhead_at_most(C3_ROUNDS, 0.235)
     for _, path, manifest in _made_by(C3_ROUNDS):
         if manifest["experiment"] == "insert_57_vs_80":
             rounds = {"mariadb": 12, "mysql": 24}[manifest["default_target"]]
@@ -582,14 +585,9 @@ def test_the_builds_with_each_starts_own_band_keep_c2_within_3pct_and_mysqls_c2_
     # MySQL at 0.958-0.960; C2 unicode/general and utf8mb4_general/utf8mb3 on MariaDB); every C2
     # estimate within 3% (met); C2's main interval ±1.1% and ±2.2% on MariaDB, ±2.0% and ±3.3% on
     # MySQL; overhead 14-22% a claim; MySQL's C2 run added rounds to 1 and 2 units (5 and 18 rounds)
-    main = _pair_and_c2_main(capsys, START_BANDS, 15, "-")
-    assert main["BC", "mysql"] == pytest.approx(0.020, abs=0.001)
-    assert main["BD", "mysql"] == pytest.approx(0.033, abs=0.001)
-    assert (main.xs("mariadb", level="target") < 0.023).all()
-    overhead = bench_module("overhead")
-    for name, dirs in bench_module("precision").build_runs(START_BANDS, None).items():
-        claims = overhead.per_claim(pd.DataFrame([overhead.overhead(path) for path in dirs]))
-        assert (claims["overhead_share"] <= 0.225).all(), (name, claims)
+    _pair_and_c2_main(capsys, START_BANDS, 15, "-",
+                      mysql=(0.020, 0.033), mariadb_under=0.023)
+    _every_claims_overhead_at_most(START_BANDS, 0.225)
     added = {}
     for name, path, manifest in _made_by(START_BANDS):
         if manifest["experiment"] == "collation_cost" and manifest["default_target"] == "mysql":
