@@ -228,6 +228,9 @@ def run(exp: Experiment, *, data_root: Path | None = None, work_root: Path | Non
                 ctx.look = None
                 if following is not None and ctx.placer is not None:
                     _draw_ahead(ctx, following)
+            else:
+                if should_stop is not None:
+                    _at_cap(should_stop, store, blocks)
             last = _Phases()
             ctx.finish_stops(last)
             store.event("last_stop", phases={k: v for k, v in last.rounded().items() if v})
@@ -345,6 +348,16 @@ def _design_dict(exp: Experiment) -> dict:
     out["fast_rounds"] = None if d.fast_rounds is None else vars(d.fast_rounds)
     out["within_factors"] = list(within_factors(exp))
     return out
+
+
+def _at_cap(should_stop, store: RunStore, blocks: int) -> None:
+    """A sequential run that measured its cap of blocks: the state the cap left, looked at once
+    more (no look follows the last block otherwise), so the record says whether the comparisons
+    were decided, still open, or short of the rule's minimum of counted blocks (a fast-state
+    statistic counts only the blocks with fast-state values on both sides)."""
+    answer = should_stop(store.path)
+    decided, reason = answer if isinstance(answer, tuple) else (bool(answer), None)
+    store.event("sequential_cap", blocks=blocks, decided=bool(decided), reason=reason)
 
 
 class _Look:

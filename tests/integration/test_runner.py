@@ -278,6 +278,28 @@ def test_a_target_with_a_fixed_design_of_its_own_runs_it_whole_without_looks(tmp
         runner.run(exp, data_root=tmp_path / "raw", work_root=tmp_path / "work", should_stop=lambda path: True)
 
 
+def test_a_run_that_reaches_its_cap_records_what_the_cap_left(tmp_path, write_params, mariadbd):
+    # no look follows the last block, so the runner asks once more and records the answer: a run
+    # whose fast-state statistic counted fewer blocks than the rule's minimum says so
+    text = EXP.format(rows=50, iterations=2).replace(
+        "max_attempts: 3}", "max_attempts: 3, sequential: {min_blocks: 2, max_blocks: 3}}")
+    exp = params.load(write_params(text, name="binlog_default"))
+    seen = []
+
+    def should_stop(run_path):
+        seen.append(read_results(run_path)["repetition"].nunique())
+        return False, f"{seen[-1] - 2} of at least 2 blocks"
+
+    outcome = runner.run(exp, data_root=tmp_path / "raw", work_root=tmp_path / "work", progress=False,
+                         should_stop=should_stop)
+    assert outcome.status == "complete" and seen == [2, 3]
+    events = _events(outcome.path)
+    assert [(e["blocks"], e["stop"]) for e in events if e["event"] == "sequential"] == [(2, False)]
+    (cap,) = [e for e in events if e["event"] == "sequential_cap"]
+    assert (cap["blocks"], cap["decided"], cap["reason"]) == (3, False, "1 of at least 2 blocks")
+    _assert_one_row_per_measurement(read_results(outcome.path), 3 * 2 * 2)
+
+
 def test_a_look_runs_beside_the_next_start_and_sees_complete_blocks_only(tmp_path, write_params, mariadbd):
     # The look is taken in a thread while the next block's first server starts; it must see every
     # complete block and nothing of the one starting, and a "stop" must leave that block unmeasured.
