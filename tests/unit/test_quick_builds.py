@@ -607,3 +607,24 @@ def test_the_intel_builds_c2_estimates_spread_about_as_their_blocks_explain():
     assert (mariadb["between"] <= 0.007).all() and mariadb["sd_block"].between(0.036, 0.044).all(), mariadb
     mysql = c2.xs("mysql", level="target")["between"]
     assert mysql["unicode_vs_general"] < 0.001 and mysql.drop("unicode_vs_general").between(0.013, 0.016).all(), mysql
+
+
+COMMITS |= {"BE": "8747008c2149843e9c9493dcee439d1267923417"}
+
+
+def test_a_third_build_with_each_starts_own_band_agrees_with_bc_and_records_its_cap(capsys):
+    # BE (23:33, 8747008: the runner looks once more at a sequential run's cap): BC-BE 48 of 54
+    # verdicts alike, all six differences marked near an edge (BC vs BE 18 of 18); every C2 estimate
+    # within 3% in every pair; its MariaDB C2 run measured its cap of 36 starts, and the look
+    # after the last one found every comparison decided after 35 counted blocks
+    precision = bench_module("precision")
+    builds = [*START_BANDS, "BE"]
+    precision.print_builds(_tables(builds))
+    out = capsys.readouterr().out
+    assert "all 3 pairs: same verdict 48 of 54, same label 48; label differs 6, 6 of them marked" in out, out
+    pairs = precision.builds_agreement(_tables(builds)).set_index("builds")
+    assert (pairs["c2_over_3pct"] == "-").all() and pairs.loc["BC vs BE", "same_label"] == 18, pairs
+    (c2,) = [path for name, path, manifest in _made_by(["BE"]) if manifest["experiment"] == "collation_cost"
+             and manifest["default_target"] == "mariadb"]
+    (cap,) = [e for e in store.read_jsonl(c2 / "events.jsonl") if e["event"] == "sequential_cap"]
+    assert (cap["blocks"], cap["decided"]) == (36, True) and "all comparisons done after 35 blocks" in cap["reason"]
