@@ -741,7 +741,8 @@ def _run_workload(ctx: _Context, unit: Unit, index: int, procs: dict, attempt: i
         for rnd in range(design.iterations):
             measure(rnd, [(r, c) for r, c in round_order(unit, rnd, design.seed) if (r, c.id, rnd) in todo])
         full = unit.starts * len(pairs) * design.iterations
-        def levels() -> dict:
+
+        def levels() -> dict:   # the run's fast level of each condition, this unit's rounds so far included
             return rule.levels(values, _earlier(ctx.start_bests, pairs))
 
         if rule is not None and len(todo) == full:   # a unit resumed halfway is not extended
