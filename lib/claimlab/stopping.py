@@ -14,6 +14,8 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 MAX_LOOKS = 100   # the alpha-spending boundaries are simulated for at most this many looks
 FAST_BAND = 0.15  # a value within 15% of its server start's fastest is in that start's fast state,
 FAST_GATE = 0.25  # if the start's fastest is within FAST_BAND of this quantile of the run's starts'
@@ -24,11 +26,7 @@ def fast_level(start_bests: Sequence[float], fastest: str = "min") -> float:
     values (upper quartile for `fastest` "max", a rate; pass logs, as the analysis does), by
     numpy's default (linear) interpolation. A start whose own fastest lies beyond FAST_BAND of it
     spent the run's fast state elsewhere and does not count (`stats.fast_state`)."""
-    ordered = sorted(start_bests)
-    position = (len(ordered) - 1) * (FAST_GATE if fastest == "min" else 1 - FAST_GATE)
-    low = math.floor(position)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+    return float(np.quantile(start_bests, FAST_GATE if fastest == "min" else 1 - FAST_GATE))
 
 
 @dataclass(frozen=True)

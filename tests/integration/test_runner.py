@@ -278,12 +278,16 @@ def test_a_target_with_a_fixed_design_of_its_own_runs_it_whole_without_looks(tmp
         runner.run(exp, data_root=tmp_path / "raw", work_root=tmp_path / "work", should_stop=lambda path: True)
 
 
+def _sequential(write_params, rule: str):
+    """The test experiment (fifty rows, two rounds a block) with the sequential design `rule`."""
+    text = EXP.format(rows=50, iterations=2).replace("max_attempts: 3}", f"max_attempts: 3, sequential: {rule}}}")
+    return params.load(write_params(text, name="binlog_default"))
+
+
 def test_a_run_that_reaches_its_cap_records_what_the_cap_left(tmp_path, write_params, mariadbd):
     # no look follows the last block, so the runner asks once more and records the answer: a run
     # whose fast-state statistic counted fewer blocks than the rule's minimum says so
-    text = EXP.format(rows=50, iterations=2).replace(
-        "max_attempts: 3}", "max_attempts: 3, sequential: {min_blocks: 2, max_blocks: 3}}")
-    exp = params.load(write_params(text, name="binlog_default"))
+    exp = _sequential(write_params, "{min_blocks: 2, max_blocks: 3}")
     seen = []
 
     def should_stop(run_path):
@@ -303,9 +307,7 @@ def test_a_run_that_reaches_its_cap_records_what_the_cap_left(tmp_path, write_pa
 def test_a_look_runs_beside_the_next_start_and_sees_complete_blocks_only(tmp_path, write_params, mariadbd):
     # The look is taken in a thread while the next block's first server starts; it must see every
     # complete block and nothing of the one starting, and a "stop" must leave that block unmeasured.
-    text = EXP.format(rows=50, iterations=2).replace(
-        "max_attempts: 3}", "max_attempts: 3, sequential: {min_blocks: 2, max_blocks: 6, target_rel_width: 0.5}}")
-    exp = params.load(write_params(text, name="binlog_default"))
+    exp = _sequential(write_params, "{min_blocks: 2, max_blocks: 6, target_rel_width: 0.5}")
     seen = []
 
     def should_stop(run_path):
