@@ -358,10 +358,14 @@ class DesignIn(Model):
             raise ConfigError(source, f"{where}.target", f"no target named {show(self.target)}")
         design = replace(base, **values)
         k = design.starts_per_block
-        if k > 1 and design.sequential is not None:
-            raise ConfigError(source, f"{where}.starts_per_block",
-                              f"{k} starts per block cannot be combined with a sequential design, whose "
-                              "looks count blocks of one start; set one of the two off")
+        rule = design.sequential
+        if k > 1 and rule is not None:
+            # the rule counts server starts (the analysis' blocks); the runner looks after whole blocks of k
+            for name in ("min_blocks", "max_blocks"):
+                if getattr(rule, name) % k:
+                    raise ConfigError(source, f"{where}.sequential.{name}",
+                                      f"{getattr(rule, name)} server starts do not fill blocks of {k} "
+                                      f"(starts_per_block); use a multiple of {k}")
         rounds = design.fast_rounds
         if rounds is not None and rounds.max_iterations <= design.iterations:
             raise ConfigError(source, f"{where}.fast_rounds.max_iterations",

@@ -176,8 +176,10 @@ def run(exp: Experiment, *, data_root: Path | None = None, work_root: Path | Non
     for line in external_plan(exp, runnable):
         (log or (lambda _: None))(line)
     design = exp.design
-    blocks = design.sequential.max_blocks if design.sequential else design.repetitions // design.starts_per_block
-    first_look = design.sequential.min_blocks if design.sequential else 1
+    # a sequential rule counts server starts; with `starts_per_block` k a block holds k of each cell
+    k = design.starts_per_block
+    blocks = (design.sequential.max_blocks if design.sequential else design.repetitions) // k
+    first_look = design.sequential.min_blocks // k if design.sequential else 1
     units = schedule(runnable, blocks, design.seed, design.side_by_side, design.starts_per_block)
     work_root = work_root or project_root() / "work"
 
@@ -219,7 +221,7 @@ def run(exp: Experiment, *, data_root: Path | None = None, work_root: Path | Non
                 if unit.block != current_block:
                     current_block = unit.block
                     if should_stop is not None and unit.block >= first_look:
-                        ctx.look = _Look(should_stop, store, unit.block)
+                        ctx.look = _Look(should_stop, store, unit.block * k)
                 outcome.measurements += _run_unit(ctx, unit)
                 if ctx.look is not None and ctx.look.stop():
                     bar.total = bar.n       # decided: the bar ends full, not at the cap's share
@@ -230,7 +232,7 @@ def run(exp: Experiment, *, data_root: Path | None = None, work_root: Path | Non
                     _draw_ahead(ctx, following)
             else:
                 if should_stop is not None:
-                    _at_cap(should_stop, store, blocks)
+                    _at_cap(should_stop, store, blocks * k)
             last = _Phases()
             ctx.finish_stops(last)
             store.event("last_stop", phases={k: v for k, v in last.rounded().items() if v})

@@ -46,6 +46,31 @@ def test_two_starts_per_block_are_two_blocks_measured_together(tmp_path, write_p
     assert not any(pid_alive(pid) for pid in servers["pid"])
 
 
+
+def test_a_sequential_design_looks_after_whole_blocks_and_counts_server_starts(tmp_path, write_params, mariadbd):
+    """The rule counts server starts (the analysis' blocks); with two starts a block the runner
+    looks after each whole block, from the rule's minimum of starts on, and stops at its cap."""
+    text = EXP.format(kind="mariadb", repetitions=2).replace(
+        "starts_per_block: 2}", "starts_per_block: 2, sequential: {min_blocks: 4, max_blocks: 6}}")
+    exp = params.load(write_params(text, name="collation_cost"))
+    seen = []
+
+    def should_stop(run_path):
+        seen.append(read_results(run_path)["repetition"].nunique())
+        return False, f"{seen[-1]} starts, continuing"
+
+    outcome = runner.run(exp, data_root=tmp_path / "raw", work_root=tmp_path / "work", progress=False,
+                         should_stop=should_stop)
+    assert outcome.status == "complete" and outcome.measurements == 6 * 2 * 4
+    assert seen == [4, 6]                       # after blocks 2 and 3 (the cap's look), never after 1
+    events = read_jsonl(outcome.path / "events.jsonl")
+    assert [(e["event"], e["blocks"]) for e in events if e["event"].startswith("sequential")] == [
+        ("sequential", 4), ("sequential_cap", 6)]
+    stopped = runner.run(exp, data_root=tmp_path / "raw", work_root=tmp_path / "work", progress=False,
+                         should_stop=lambda run_path: (True, "decided"))
+    assert stopped.measurements == 4 * 2 * 4     # decided at the first look: two blocks of two starts
+
+
 def test_each_mysql_start_of_a_block_alternates_its_own_data_directories(tmp_path, write_params, mysql_target,
                                                                           monkeypatch):
     monkeypatch.setattr(datacache, "root", lambda: tmp_path / "datadirs")

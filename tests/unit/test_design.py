@@ -109,6 +109,7 @@ def test_servers_together_refuse_a_workload_that_interleaves_in_one_process(writ
         conditions(params.load(write_params(INTERLEAVED + extra)))
 
 
+
 def test_rounds_alternate_in_a_recorded_random_order(write_params):
     exp = params.load(write_params(THREE))
     unit = schedule(conditions(exp), blocks=1, seed=1)[0]
@@ -145,8 +146,10 @@ def test_starts_per_block_puts_several_servers_of_a_cell_in_one_unit(write_param
 
 @pytest.mark.parametrize("design, field, message", [
     ("{repetitions: 5, starts_per_block: 2}", "design.repetitions", "do not fill blocks of 2"),
-    ("{repetitions: 4, starts_per_block: 2, sequential: {min_blocks: 2, max_blocks: 4}}",
-     "design.starts_per_block", "sequential"),
+    ("{repetitions: 4, starts_per_block: 2, sequential: {min_blocks: 3, max_blocks: 6}}",
+     "design.sequential.min_blocks", "3 server starts do not fill blocks of 2"),
+    ("{repetitions: 4, starts_per_block: 2, sequential: {min_blocks: 2, max_blocks: 5}}",
+     "design.sequential.max_blocks", "5 server starts do not fill blocks of 2"),
     ("{starts_per_block: 5}", "design.starts_per_block", "must be <= 4"),
 ])
 def test_starts_per_block_refuses_what_it_cannot_plan(write_params, design, field, message):

@@ -153,3 +153,11 @@ def test_design_text_says_how_conditions_met_the_machine():
                                                               "count": 3, "max_iterations": 20}})
     assert ("9 measured rounds per start, more (up to 20) while a condition has fewer than 3 "
             "fast-state elapsed_s values") in extended
+    # a sequential run states its rule's range of starts, not the unused `repetitions`
+    rule = {"min_blocks": 10, "max_blocks": 14, "target_rel_width": 0.06}
+    sequential = narrative._design_text(base | {"starts_per_block": 2, "sequential": rule})
+    assert sequential.startswith("10-14 server starts per configuration in randomized blocks of 2")
+    assert sequential.endswith("; sequential: a look after every block from 10 starts on, stopping once "
+                               "every comparison is decided or its repeated interval is within 6%")
+    assert narrative._design_text(base | {"side_by_side": True, "sequential": rule}).startswith("10-14 blocks, each")
+    assert "4 server starts" in apart and "sequential" not in apart
