@@ -566,6 +566,29 @@ def test_each_run_is_analysed_at_its_own_designs_level():
     assert both["confidence"] == pytest.approx(1 - min(0.05, stats.sequential_alpha(rule, 8)))
 
 
+
+def test_a_precision_target_stops_a_claims_runs_no_later_and_a_near_edge_comparison_keeps_them_going():
+    # C2's three comparisons at the Intel builds' levels (main far from any edge, the other two
+    # near 1.05), block SD 3%: what params/collation_cost.yaml cites for its MariaDB rule
+    comparisons = CLAIMS["C2"].comparisons
+    levels = [math.log(1.125), math.log(1.039), math.log(1.065)]
+    narrow = stats.StopRule(target_rel_width=0.002, min_blocks=12, max_blocks=36)
+    wide = dataclasses.replace(narrow, target_rel_width=0.06)
+    off = stats.simulate_sequential(comparisons, levels, 0.03, narrow, draws=400)
+    on = stats.simulate_sequential(comparisons, levels, 0.03, wide, draws=400)
+    assert (on.blocks <= off.blocks).all() and on.blocks.mean() < 0.6 * off.blocks.mean()
+    assert off.blocks.mean() > 30 and 14 < on.blocks.mean() < 20, (off.blocks.mean(), on.blocks.mean())
+    # the main comparison alone decides at the first look nearly always; the claim's runs go on for the others
+    main = stats.simulate_sequential(comparisons[:1], levels[:1], 0.03, narrow, draws=400)
+    assert (main.blocks == 12).mean() > 0.95, (main.blocks == 12).mean()
+    assert on.half_widths[comparisons[0].name].mean() < main.half_widths[comparisons[0].name].mean()
+    assert on.label_chances(comparisons[0].name) == {"supported, smaller than published": 1.0}
+    # followed alone, a comparison's labels are sequential_label_chances'
+    alone = stats.simulate_sequential(comparisons[1:2], levels[1:2], 0.03, wide, draws=400)
+    assert alone.label_chances(comparisons[1].name) == stats.sequential_label_chances(
+        comparisons[1], levels[1], 0.03, wide, draws=400)
+
+
 def test_sequential_label_chances_match_runs_stopped_through_the_librarys_own_looks():
     # 1500 runs of normal block log ratios (fixed seed), each looked at block by block through
     # sequential_look, stopped when it decides or at the cap, then read at sequential_alpha as

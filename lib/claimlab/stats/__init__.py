@@ -37,6 +37,7 @@ from .power import (
 from .selection import Policy, claim_metrics, comparison_groups
 from .sequential import (
                     Look,
+                    SimulatedRuns,
                     StopDecision,
                     obrien_fleming_spending,
                     repeated_interval,
@@ -44,6 +45,7 @@ from .sequential import (
                     sequential_label_chances,
                     sequential_look,
                     should_stop,
+                    simulate_sequential,
                     stop_callback,
                     stopping_for,
 )
@@ -62,6 +64,6 @@ __all__ = [
     "obrien_fleming_spending",
     "outlier_rule", "paired_power", "per_operation", "prepare", "ratio_interval",
     "repeated_interval", "run_components", "run_spread", "sequential_alpha", "sequential_label_chances",
-    "sequential_look",
+    "sequential_look", "SimulatedRuns", "simulate_sequential",
     "should_stop", "stop_callback", "stopping_for", "speed_flags", "summary_line", "target_note", "verdict",
 ]

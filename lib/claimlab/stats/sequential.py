@@ -102,45 +102,77 @@ def sequential_look(block_log_ratios: np.ndarray, comparison: Comparison, rule: 
     return Look(blocks, interval, width, decision.word)
 
 
+@dataclass(frozen=True)
+class SimulatedRuns:
+    """Runs of a sequential design simulated by `simulate_sequential`: the blocks each run
+    stopped after, and per comparison (by name) each run's final label and relative half-width."""
+
+    blocks: np.ndarray
+    labels: dict[str, np.ndarray]
+    half_widths: dict[str, np.ndarray]
+
+    def label_chances(self, name: str) -> dict[str, float]:
+        labels, counts = np.unique(self.labels[name], return_counts=True)
+        order = np.argsort(-counts, kind="stable")
+        return {str(labels[i]): counts[i] / len(self.blocks) for i in order}
+
+
+def simulate_sequential(comparisons, log_ratios, sd: float, rule: StopRule, family_size: int = 1,
+                        between: float = 0.0, draws: int = AGREEMENT_DRAWS,
+                        seed: int = AGREEMENT_SEED) -> SimulatedRuns:
+    """Runs of a sequential design over the claim's comparisons at once, as the runner runs it.
+
+    Block log ratios normal about each comparison's `log_ratios` entry with spread `sd` (plus one
+    offset per run of spread `between`), independent between comparisons; a look after every
+    block from `rule.min_blocks` on; a stop at the first look where every comparison's repeated
+    interval decides it or is narrower than `rule.target_rel_width` (`should_stop`), else at the
+    cap; labels read off the final interval at the level the run leaves (`sequential_alpha`), as
+    `analyze` reads it. Fixed seed, common random numbers. Comparisons share a run's blocks, so a
+    near-edge one keeps the others going; independence between them is the simplification."""
+    first, last = rule.min_blocks, rule.max_blocks
+    rng = np.random.default_rng(seed)
+    looks = np.arange(first, last + 1)
+    interim, final = _boundaries(first, last, rule.alpha / family_size)
+    summaries = []
+    for level in log_ratios:
+        offsets = rng.standard_normal((draws, 1)) * between
+        summaries.append(_running_summary(level + offsets + sd * rng.standard_normal((draws, last)), looks))
+
+    def read(comparison, summary, i: int, row: int, critical: np.ndarray):
+        mean, se = summary[0][row, i], summary[1][row, i]
+        low, high = math.exp(mean - critical[i] * se), math.exp(mean + critical[i] * se)
+        return verdict(comparison.kind, comparison.direction, comparison.published_ratio,
+                       comparison.equivalence_margin, low, high), high / low - 1 if low > 0 else math.inf
+
+    stops = np.full(draws, len(looks) - 1)
+    alive = np.arange(draws)
+    for i in range(len(looks) - 1):
+        going = []
+        for row in alive:
+            for comparison, summary in zip(comparisons, summaries):
+                decision, width = read(comparison, summary, i, row, interim)
+                if decision.word == "inconclusive" and width > rule.target_rel_width:
+                    going.append(row)
+                    break
+            else:
+                stops[row] = i
+        alive = going
+    labels, half_widths = {}, {}
+    for comparison, summary in zip(comparisons, summaries):
+        finals = [read(comparison, summary, i, row, final) for row, i in enumerate(stops)]
+        labels[comparison.name] = np.array([decision.label for decision, _ in finals])
+        half_widths[comparison.name] = np.array([width / 2 for _, width in finals])
+    return SimulatedRuns(looks[stops], labels, half_widths)
+
+
 def sequential_label_chances(comparison: Comparison, log_ratio: float, sd: float, rule: StopRule,
                              family_size: int = 1, between: float = 0.0, draws: int = AGREEMENT_DRAWS,
                              seed: int = AGREEMENT_SEED) -> dict[str, float]:
     """The chance of each label a run of this sequential design gives (`power.label_chances` for
-    a fixed design).
-
-    Simulated as the runner runs it: block log ratios normal about `log_ratio` with spread `sd`
-    (plus one offset per run of spread `between`), a look after every block from
-    `rule.min_blocks` on, a stop at the first look whose repeated interval decides the comparison
-    or is narrower than `rule.target_rel_width`, else at the cap, and the label read off the
-    final interval at the level the run leaves (`sequential_alpha`), as `analyze` reads it. The
-    comparison is followed alone: in a claim of several the run may go on for the others, which
-    only narrows its final interval. Fixed seed, common random numbers."""
-    first, last = rule.min_blocks, rule.max_blocks
-    rng = np.random.default_rng(seed)
-    offsets = rng.standard_normal((draws, 1)) * between
-    paths = log_ratio + offsets + sd * rng.standard_normal((draws, last))
-    looks = np.arange(first, last + 1)
-    mean, se = _running_summary(paths, looks)
-    interim, final = _boundaries(first, last, rule.alpha / family_size)
-
-    def read(i: int, row: int, critical: np.ndarray):
-        low, high = math.exp(mean[row, i] - critical[i] * se[row, i]), math.exp(mean[row, i] + critical[i] * se[row, i])
-        return verdict(comparison.kind, comparison.direction, comparison.published_ratio,
-                       comparison.equivalence_margin, low, high), high / low - 1 if low > 0 else math.inf
-
-    counts: dict[str, int] = {}
-    alive = np.arange(draws)
-    for i in range(len(looks)):
-        going = []
-        for row in alive:
-            decision, width = read(i, row, interim)
-            if decision.word == "inconclusive" and width > rule.target_rel_width and i < len(looks) - 1:
-                going.append(row)
-                continue
-            label = read(i, row, final)[0].label
-            counts[label] = counts.get(label, 0) + 1
-        alive = going
-    return {label: count / draws for label, count in sorted(counts.items(), key=lambda kv: -kv[1])}
+    a fixed design): `simulate_sequential` with the comparison followed alone. In a claim of
+    several the run may go on for the others, which only narrows its final interval."""
+    runs = simulate_sequential([comparison], [log_ratio], sd, rule, family_size, between, draws, seed)
+    return runs.label_chances(comparison.name)
 
 
 def should_stop(results: pd.DataFrame, claim: Claim, rule: StopRule, *,
