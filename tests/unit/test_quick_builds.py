@@ -684,8 +684,9 @@ def test_in_the_slow_hour_c2_finds_few_fast_scans_and_mysqls_main_estimate_moves
     pairs = precision.builds_agreement(_tables(["BE", "BF", "BG"])).set_index("builds")
     assert (pairs.loc["BF vs BG", "same_verdict"], pairs.loc["BF vs BG", "same_label"]) == (17, 16), pairs
     assert pairs.loc["BF vs BG", "c2_over_3pct"] == "uca_ai_vs_utf8mb3 mysql 7.8%", pairs
+    caps = {"mariadb": (36, "15 blocks"), "mysql": (14, "6 of at least 10 blocks")}
     for _, path, manifest in _made_by(["BG"]):
         if manifest["experiment"] == "collation_cost":
             (cap,) = [e for e in store.read_jsonl(path / "events.jsonl") if e["event"] == "sequential_cap"]
-            expected = {"mariadb": (36, "15 blocks"), "mysql": (14, "6 of at least 10 blocks")}[manifest["default_target"]]
-            assert (cap["blocks"], cap["decided"]) == (expected[0], False) and cap["reason"].startswith(expected[1]), cap
+            blocks, reason = caps[manifest["default_target"]]
+            assert (cap["blocks"], cap["decided"]) == (blocks, False) and cap["reason"].startswith(reason), cap
