@@ -109,6 +109,19 @@ def run_cli(*args: str, cwd: Path = ROOT, env: dict | None = None, timeout: floa
                           stdin=subprocess.DEVNULL)
 
 
+
+def looks_that_go_on(reason):
+    """A sequential run's stopping callback that never stops: the server starts each look saw
+    (a list it appends to), and the callback, whose reason is `reason(starts)`."""
+    from claimlab.store import read_results
+    seen: list[int] = []
+
+    def should_stop(run_path):
+        seen.append(read_results(run_path)["repetition"].nunique())
+        return False, reason(seen[-1])
+
+    return seen, should_stop
+
 def pid_alive(pid: int) -> bool:
     """Running, not a zombie (which still answers kill(0))."""
     try:

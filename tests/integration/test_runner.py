@@ -16,7 +16,7 @@ import pytest
 from claimlab import params, runner
 from claimlab.stopping import StopRule
 from claimlab.store import read_manifest, read_results
-from conftest import ROOT, pid_alive, run_cli
+from conftest import ROOT, looks_that_go_on, pid_alive, run_cli
 
 EXP = """
 claim: C4
@@ -288,12 +288,7 @@ def test_a_run_that_reaches_its_cap_records_what_the_cap_left(tmp_path, write_pa
     # no look follows the last block, so the runner asks once more and records the answer: a run
     # whose fast-state statistic counted fewer blocks than the rule's minimum says so
     exp = _sequential(write_params, "{min_blocks: 2, max_blocks: 3}")
-    seen = []
-
-    def should_stop(run_path):
-        seen.append(read_results(run_path)["repetition"].nunique())
-        return False, f"{seen[-1] - 2} of at least 2 blocks"
-
+    seen, should_stop = looks_that_go_on(lambda starts: f"{starts - 2} of at least 2 blocks")
     outcome = runner.run(exp, data_root=tmp_path / "raw", work_root=tmp_path / "work", progress=False,
                          should_stop=should_stop)
     assert outcome.status == "complete" and seen == [2, 3]

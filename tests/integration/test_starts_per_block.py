@@ -11,7 +11,7 @@ from claimlab import datacache, params, runner
 from claimlab.servers import placement
 from claimlab.stats.observations import block_log_ratios
 from claimlab.store import RunStore, read_jsonl, read_results
-from conftest import C2_TWO_COLLATIONS, pid_alive
+from conftest import C2_TWO_COLLATIONS, looks_that_go_on, pid_alive
 
 EXP = C2_TWO_COLLATIONS + """design: {{repetitions: {repetitions}, warmup: 1, iterations: 4, starts_per_block: 2}}
 """
@@ -53,12 +53,7 @@ def test_a_sequential_design_looks_after_whole_blocks_and_counts_server_starts(t
     text = EXP.format(kind="mariadb", repetitions=2).replace(
         "starts_per_block: 2}", "starts_per_block: 2, sequential: {min_blocks: 4, max_blocks: 6}}")
     exp = params.load(write_params(text, name="collation_cost"))
-    seen = []
-
-    def should_stop(run_path):
-        seen.append(read_results(run_path)["repetition"].nunique())
-        return False, f"{seen[-1]} starts, continuing"
-
+    seen, should_stop = looks_that_go_on(lambda starts: f"{starts} starts, continuing")
     outcome = runner.run(exp, data_root=tmp_path / "raw", work_root=tmp_path / "work", progress=False,
                          should_stop=should_stop)
     assert outcome.status == "complete" and outcome.measurements == 6 * 2 * 4
