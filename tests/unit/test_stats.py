@@ -466,6 +466,12 @@ def test_exclusions_are_listed_not_silent():
     dropped = stats.analyze(results, CLAIMS["C4"], include_contention=False, exclude_outliers=True).iloc[0]
     assert "contention rows excluded: seq" in dropped["verdict_note"] and "excluded: seq" in dropped["verdict_note"]
     assert dropped["n_obs_baseline"] + dropped["n_obs_treatment"] < kept["n_obs_baseline"] + kept["n_obs_treatment"]
+    # a note counts every row of a kind but names the first ten, then says how many more
+    crowded = c4_results(contention_rate=0.6)
+    busy = int(crowded["contention"].sum())
+    note = stats.analyze(crowded, CLAIMS["C4"], include_contention=False).iloc[0]["verdict_note"]
+    named = note.split(f"{busy} contention rows excluded: ")[1].split(";")[0]
+    assert busy > 12 and named.count("seq ") == 10 and named.endswith(f" and {busy - 10} more"), named
 
 
 def test_one_block_gives_no_interval_and_stays_inconclusive():

@@ -73,7 +73,7 @@ def analyze(results: pd.DataFrame, claim: Claim, *, confidence: float = 0.95,
     `stop_rule`, the level that rule leaves at the final look (`sequential_alpha`; with several
     runs the smallest of their levels). `stop_rule` is one rule for every run, or each run's own
     by run id (None: a fixed design), since one claim's runs on two servers may have been
-    designed differently. `verdict_note` names every row left out and why.
+    designed differently. `verdict_note` counts every row left out, says why, and names the first ten of each kind.
     """
     policy = Policy(include_contention=include_contention, exclude_outliers=exclude_outliers,
                     normal_only=normal_only)

@@ -31,6 +31,7 @@ class Policy:
 
 
 DEFAULT_POLICY = Policy()
+NOTE_LISTS = 10   # rows a verdict note names of each exclusion or flag; it counts them all
 
 
 @dataclass(frozen=True, eq=False)
@@ -127,8 +128,10 @@ def _group(comparison, target, base, treat, policy: Policy, notes, strata) -> Gr
     both = pd.concat([base, treat])
 
     def listed(mask, what: str) -> str:
-        labels = both.loc[mask].sort_values(["run_id", "seq", "iteration"])["_label"]
-        return f"{len(labels)} {what}: {', '.join(labels)}" if len(labels) else ""
+        # the first few by name; a note that named all of a C2 run's 117 kept outliers ran to pages
+        labels = both.loc[mask].sort_values(["run_id", "seq", "iteration"])["_label"].tolist()
+        more = f" and {len(labels) - NOTE_LISTS} more" if len(labels) > NOTE_LISTS else ""
+        return f"{len(labels)} {what}: {', '.join(labels[:NOTE_LISTS])}{more}" if labels else ""
 
     usable = both["_usable"]
     busy = both["contention"] & usable
