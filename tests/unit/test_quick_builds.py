@@ -690,3 +690,24 @@ def test_in_the_slow_hour_c2_finds_few_fast_scans_and_mysqls_main_estimate_moves
             (cap,) = [e for e in store.read_jsonl(path / "events.jsonl") if e["event"] == "sequential_cap"]
             blocks, reason = caps[manifest["default_target"]]
             assert (cap["blocks"], cap["decided"]) == (blocks, False) and cap["reason"].startswith(reason), cap
+
+
+# 2026-11-27 02:29, the same night: 62484f8 measures as fdaa063 (only verdict notes are shorter)
+COMMITS |= {"BH": "62484f87ccc545602739eda2028c52ed4f8403eb"}
+
+
+def test_a_third_build_of_the_slow_night_keeps_mysqls_main_comparison_within_3pct_with_twelve_counted_starts(capsys):
+    # 16% of BH's MariaDB C2 scans and 27% of its MySQL ones in the fast state; its MySQL C2 run
+    # measured fourteen starts, counted 12-13, and the look after the last found every comparison
+    # done (utf8mb4_general/utf8mb3 by width); the main comparison 1.62 ±2.8% (met), 2.3% from BF
+    # and 5.5% from BG; BF-BH 50 of 54 verdicts alike, all six label differences marked near an edge
+    assert _c2_fast_share("BH") == pytest.approx({"mariadb": 0.16, "mysql": 0.27}, abs=0.005)
+    _pair_and_c2_main(capsys, ["BF", "BH"], 16, "-", mysql=(0.036, 0.028), mariadb_under=0.023)
+    pairs = bench_module("precision").builds_agreement(_tables(["BF", "BG", "BH"])).set_index("builds")
+    assert pairs["same_verdict"].sum() == 50 and (pairs["label_differs"] == pairs["marked"]).all(), pairs
+    assert pairs.loc["BG vs BH", "c2_over_3pct"] == "uca_ai_vs_utf8mb3 mysql 5.5%", pairs
+    for _, path, manifest in _made_by(["BH"]):
+        if manifest["experiment"] == "collation_cost" and manifest["default_target"] == "mysql":
+            (cap,) = [e for e in store.read_jsonl(path / "events.jsonl") if e["event"] == "sequential_cap"]
+            assert (cap["blocks"], cap["decided"]) == (14, True), cap
+            assert "narrower than 6%: utf8mb4_general" in cap["reason"], cap
