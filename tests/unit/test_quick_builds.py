@@ -533,6 +533,11 @@ def _made_by(builds: list[str]):
             yield name, path, manifest
 
 
+def _cap_event(run_dir: Path) -> dict:
+    """The one `sequential_cap` event of a sequential run that measured its cap of blocks."""
+    (cap,) = [e for e in store.read_jsonl(run_dir / "events.jsonl") if e["event"] == "sequential_cap"]
+    return cap
+
 def _every_claims_overhead_at_most(builds: list[str], share: float) -> None:
     """Each claim's overhead in each build (bench/overhead.py, its runs on every server together)."""
     overhead = bench_module("overhead")
@@ -628,7 +633,7 @@ def test_a_third_build_with_each_starts_own_band_agrees_with_bc_and_records_its_
     assert (pairs["c2_over_3pct"] == "-").all() and pairs.loc["BC vs BE", "same_label"] == 18, pairs
     (c2,) = [path for name, path, manifest in _made_by(["BE"]) if manifest["experiment"] == "collation_cost"
              and manifest["default_target"] == "mariadb"]
-    (cap,) = [e for e in store.read_jsonl(c2 / "events.jsonl") if e["event"] == "sequential_cap"]
+    cap = _cap_event(c2)
     assert (cap["blocks"], cap["decided"]) == (36, True) and "all comparisons done after 35 blocks" in cap["reason"]
 
 
@@ -648,7 +653,7 @@ def test_a_build_in_a_slow_hour_agrees_with_be_but_near_edges_and_its_mariadb_c2
     (c2,) = [path for name, path, manifest in _made_by(["BF"]) if manifest["experiment"] == "collation_cost"
              and manifest["default_target"] == "mariadb"]
     assert store.read_manifest(c2)["design"]["sequential"]["target_rel_width"] == 0.06
-    (cap,) = [e for e in store.read_jsonl(c2 / "events.jsonl") if e["event"] == "sequential_cap"]
+    cap = _cap_event(c2)
     assert (cap["blocks"], cap["decided"]) == (36, False) and cap["reason"].startswith("19 blocks"), cap
     assert "open: unicode_vs_general@mariadb" in cap["reason"], cap
 
@@ -687,7 +692,7 @@ def test_in_the_slow_hour_c2_finds_few_fast_scans_and_mysqls_main_estimate_moves
     caps = {"mariadb": (36, "15 blocks"), "mysql": (14, "6 of at least 10 blocks")}
     for _, path, manifest in _made_by(["BG"]):
         if manifest["experiment"] == "collation_cost":
-            (cap,) = [e for e in store.read_jsonl(path / "events.jsonl") if e["event"] == "sequential_cap"]
+            cap = _cap_event(path)
             blocks, reason = caps[manifest["default_target"]]
             assert (cap["blocks"], cap["decided"]) == (blocks, False) and cap["reason"].startswith(reason), cap
 
@@ -708,6 +713,6 @@ def test_a_third_build_of_the_slow_night_keeps_mysqls_main_comparison_within_3pc
     assert pairs.loc["BG vs BH", "c2_over_3pct"] == "uca_ai_vs_utf8mb3 mysql 5.5%", pairs
     for _, path, manifest in _made_by(["BH"]):
         if manifest["experiment"] == "collation_cost" and manifest["default_target"] == "mysql":
-            (cap,) = [e for e in store.read_jsonl(path / "events.jsonl") if e["event"] == "sequential_cap"]
+            cap = _cap_event(path)
             assert (cap["blocks"], cap["decided"]) == (14, True), cap
             assert "narrower than 6%: utf8mb4_general" in cap["reason"], cap
