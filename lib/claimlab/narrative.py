@@ -342,14 +342,15 @@ def _design_text(d: dict) -> str:
     alternate = f"; {', '.join(within)} alternating within each start" if within else ""
     k = d.get("starts_per_block") or 1
     rule = d.get("sequential")
-    # a sequential run's starts lie between its rule's minimum and cap (`repetitions` goes unused)
-    starts, stopping = (f"{rule['min_blocks']}-{rule['max_blocks']}", (
-        f"; sequential: a look after every block from {rule['min_blocks']} starts on, stopping once "
-        f"every comparison is decided or its repeated interval is within {rule['target_rel_width']:.0%}"
-    )) if rule else (str(d["repetitions"]), "")
+    if rule:   # a sequential run's starts lie between its rule's minimum and cap (`repetitions` goes unused)
+        starts = f"{rule['min_blocks']}-{rule['max_blocks']}"
+        blocks = f"{rule['min_blocks'] // k}-{rule['max_blocks'] // k}"
+        stopping = (f"; sequential: a look after every block from {rule['min_blocks']} starts on, stopping once "
+                    f"every comparison is decided or its repeated interval is within {rule['target_rel_width']:.0%}")
+    else:
+        starts, blocks, stopping = d["repetitions"], d["repetitions"] // k, ""
     if d.get("side_by_side"):
         each = "one server" if k == 1 else f"{k} servers (each with its own code layout)"
-        blocks = f"{rule['min_blocks'] // k}-{rule['max_blocks'] // k}" if rule else d["repetitions"] // k
         return (f"{blocks} blocks, each starting {each} per configuration together and "
                 f"alternating the rounds between them in a random order{alternate}; {per_start}{stopping}")
     if k > 1:
