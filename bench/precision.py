@@ -67,7 +67,7 @@ def table(run_dirs: list[Path]) -> pd.DataFrame:
                          "ci_low": row.ci_low, "ci_high": row.ci_high, "confidence": row.confidence,
                          "half_width": half_width(row.ci_low, row.ci_high),
                          "goal": goal(claim.id, row.comparison, manifest["profile"]),
-                         "flagged_share": row.flagged_share, "verdict": row.verdict,
+                         "flagged_share": row.flagged_share, "fast_share": row.fast_share, "verdict": row.verdict,
                          "verdict_label": row.verdict_label, "edge_label": row.edge_label,
                          "kind": row.kind, "direction": row.direction,
                          "published_ratio": row.published_ratio,
@@ -250,10 +250,11 @@ def main(argv=None) -> int:
                        met=[("yes" if h <= g else "NO") if not math.isnan(g) else ""
                             for h, g in zip(out["half_width"], out["goal"])],
                        flagged=out["flagged_share"].map(lambda f: "no witness" if math.isnan(f) else f"{f:.0%}"),
+                       fast=out["fast_share"].map(narrative.whole_percent),
                        rerun=out["rerun_chance"].map(narrative.rerun_chance))
     shown["verdict"] = [v + (stats.EDGE_MARK if e else "") for v, e in zip(shown["verdict"], shown["edge_label"])]
     print(shown[["run_id", "profile", "claim", "comparison", "target", "estimate", "interval",
-                 "half_width", "goal", "met", "flagged", "verdict", "rerun"]].to_string(index=False))
+                 "half_width", "goal", "met", "flagged", "fast", "verdict", "rerun"]].to_string(index=False))
     if args.out:
         out.to_csv(args.out, index=False)
     return 0

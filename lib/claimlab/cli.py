@@ -311,6 +311,7 @@ def cmd_analyze(args) -> int:
     import pandas as pd
 
     from . import stats
+    from .narrative import slow_hour_lines
     from .report import analyze_runs
     analyses = analyze_runs(args.run_ids, args.data, accept_modified=args.accept_modified,
                             include_contention=not args.exclude_contention, normal_only=args.normal_only)
@@ -318,6 +319,8 @@ def cmd_analyze(args) -> int:
         for note in a.notes:
             print(f"note: {note}")
         print(stats.summary_line(a.table, a.claim))
+        for line in slow_hour_lines(a.table.to_dict("records")):
+            print(f"  slow hour: {line}")
         if len(a.run_id.split()) > 1:
             for row in stats.run_spread(a.results, a.claim).itertuples(index=False):
                 print(f"  {row.comparison} [{row.target}] runs {row.run_estimates}; between-run sd "
@@ -357,8 +360,10 @@ def cmd_report(args) -> int:
     print(f"reports written; open {index}")
     rows = report.verdict_rows(index.parent, since=started)
     if rows:
-        from .narrative import verdict_lines
+        from .narrative import slow_hour_lines, verdict_lines
         print("\n".join(verdict_lines(rows)))
+        for line in slow_hour_lines(rows):
+            print(f"slow hour: {line}")
     return 0
 
 

@@ -2,7 +2,7 @@
 settings paragraphs. Pure functions of the verdict table (contract 5 columns: claim, comparison,
 kind, target, server_version, baseline, treatment, metric, estimate, ci_low, ci_high,
 confidence, p_value, published_ratio, verdict, verdict_label, edge_label, rerun_chance,
-flagged_share, n_runs, n_blocks, verdict_note) and of stored run files; the notebooks and the
+flagged_share, fast_share, n_runs, n_blocks, verdict_note) and of stored run files; the notebooks and the
 index call them, compute nothing.
 """
 
@@ -19,13 +19,14 @@ import pandas as pd
 
 from .claims import Claim
 from .provenance import cpu_label
+from .stats.observations import SLOW_HOUR
 from .stats.verdicts import EDGE_FACTOR, EDGE_MARK
 from .store import read_jsonl, read_manifest, read_variables
 
 CARD_COLUMNS = ("claim", "comparison", "kind", "target", "server_version", "baseline", "treatment", "metric",
                 "estimate", "ci_low", "ci_high", "confidence", "p_value", "published_ratio", "verdict",
-                "verdict_label", "edge_label", "rerun_chance", "flagged_share", "n_runs", "n_blocks",
-                "verdict_note")
+                "verdict_label", "edge_label", "rerun_chance", "flagged_share", "fast_share", "n_runs",
+                "n_blocks", "verdict_note")
 SETTINGS_SHOWN = ("log_bin", "sync_binlog", "innodb_flush_log_at_trx_commit", "binlog_format",
                   "character_set_server", "collation_server", "innodb_buffer_pool_size", "innodb_doublewrite",
                   "performance_schema")
@@ -73,6 +74,11 @@ def published(value) -> str:
 
 def percent(value, digits: int = 2) -> str:
     return "—" if _missing(value) else f"{number(100 * value, digits)}%"
+
+
+def whole_percent(value) -> str:
+    """A share as a whole percent: 0.07 -> "7%" (percent() keeps two digits: "7.0%")."""
+    return "—" if _missing(value) else f"{value:.0%}"
 
 
 def ratio_change(ratio: float) -> str:
@@ -190,6 +196,10 @@ def card_html(row, claim_family: str = "mysql") -> str:
     flagged_text = ("speed witness: not recorded in this run" if flagged is None or pd.isna(flagged) else
                     f"speed witness: {percent(flagged)} of measurements taken while the machine ran slow"
                     + (" — read with care" if flagged >= 0.25 else ""))
+    fast = row.get("fast_share")
+    if not _missing(fast):
+        flagged_text += (f"; fast state: {fast:.0%} of the values"
+                         + (" — a slow hour, see the note" if fast < SLOW_HOUR else ""))
     counts = (f"{html.escape(flagged_text)}. {_count(row.get('n_blocks'))} server starts, "
               f"{_count(row.get('n_runs'))} run(s)." if server else "")
     size = size_relation(row)
@@ -277,17 +287,35 @@ def note_markdown(row) -> str:
             f"{row['verdict_label']}. {note}").rstrip()
 
 
+def slow_hour_lines(rows) -> list[str]:
+    """One line per claim and server measured in a slow hour (its comparisons' least fast-state
+    share under SLOW_HOUR), saying what to do: what `claimlab report` and the summary print."""
+    shares: dict[tuple[str, str, str, str], list[float]] = {}
+    for r in rows:
+        if not _missing(r.get("fast_share")):
+            where = server_name(r.get("server_version"), r.get("target")) or str(r.get("target"))
+            key = (str(r["claim"]), str(r.get("experiment")), str(r.get("target")), where)
+            shares.setdefault(key, []).append(float(r["fast_share"]))
+    return [f"{claim} on {where}: only {min(kept):.0%} of a comparison's values were in the fast state "
+            f"(under {SLOW_HOUR:.0%}): measured in a slow hour, so its intervals are wider and its estimates "
+            f"may sit at a level of their own. Rerun it at another time (claimlab run {experiment} --target "
+            f"{target}) and analyse the runs together (claimlab analyze RUN RUN)."
+            for (claim, experiment, target, where), kept in shares.items() if min(kept) < SLOW_HOUR]
+
+
 def verdict_table_html(table: pd.DataFrame) -> str:
     view = table[["claim", "comparison", "server_version", "estimate", "ci_low", "ci_high", "published_ratio",
-                  "verdict_label", "flagged_share"]].assign(
+                  "verdict_label", "flagged_share", "fast_share"]].assign(
         rerun_chance=table["rerun_chance"].map(rerun_chance),
         comparison=table["comparison"].map(comparison_label),
         verdict_label=[shown_label(r) for _, r in table.iterrows()],
         server_version=[server_name(v, t) or "—" for v, t in zip(table["server_version"], table["target"])])
-    return table_html(view, formats={"flagged_share": percent, "published_ratio": published},
+    return table_html(view, formats={"flagged_share": percent, "fast_share": whole_percent,
+                                              "published_ratio": published},
                       labels={"server_version": "server", "estimate": "measured ratio", "ci_low": "95% low",
                               "ci_high": "95% high", "published_ratio": "published", "verdict_label": "verdict",
-                              "flagged_share": "flagged", "rerun_chance": "same on a rerun"})
+                              "flagged_share": "flagged", "fast_share": "fast state",
+                              "rerun_chance": "same on a rerun"})
 
 
 # -- claim, method, settings ----------------------------------------------------------------------

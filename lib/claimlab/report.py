@@ -392,7 +392,9 @@ def runs_markdown(analyses: list[Analysis]) -> str:
                          f"{m.get('profile')} profile, measured {when} UTC on {cpu_label(m['provenance']['host'])}")
     every = "the shipped runs (data/published_runs.json)" if shown <= shipped else \
         "runs that are not all shipped ones: verdicts can differ from the shipped full runs"
-    return f"This summary reads {every}:\n\n" + "\n".join(lines)
+    slow = narrative.slow_hour_lines([row for a in analyses for row in a.table.to_dict("records")])
+    slow_text = "\n\n**Measured in a slow hour:**\n\n" + "\n".join(f"- {line}" for line in slow) if slow else ""
+    return f"This summary reads {every}:\n\n" + "\n".join(lines) + slow_text
 
 
 # -- what the claim notebook calls ---------------------------------------------------------------

@@ -13,7 +13,7 @@ def _row(**over):
                server_version="10.11.19-MariaDB-0+deb12u1", baseline="binlog=off", treatment="binlog=on",
                metric="elapsed_s", estimate=2.36, ci_low=2.07, ci_high=2.65, confidence=0.95, p_value=0.001,
                published_ratio=2.85, verdict="supported", verdict_label="supported, effect smaller than published",
-               flagged_share=0.4, n_runs=1, n_blocks=10, verdict_note="")
+               flagged_share=0.4, fast_share=math.nan, n_runs=1, n_blocks=10, verdict_note="")
     row.update(over)
     return pd.Series(row)
 
@@ -68,6 +68,26 @@ def test_card_names_server_analogue_and_flagged_share():
     assert "On a rerun" not in narrative.card_html(_row(verdict="not_tested", rerun_chance=0.5), "mysql")
     table = narrative.verdict_table_html(pd.DataFrame([_row(rerun_chance=0.546)]))
     assert "<th>same on a rerun</th>" in table and ">about 55%<" in table
+
+
+def test_a_slow_hour_is_said_on_the_card_and_once_per_claim_and_server():
+    # BG's MySQL C2 run kept 7% of its scans in the fast state, BE's MariaDB run 43%
+    slow = _row(claim="C2", comparison="uca_ai_vs_utf8mb3", experiment="collation_cost", target="mysql",
+                server_version="9.7.4-2", fast_share=0.07)
+    quiet = _row(claim="C2", comparison="uca_ai_vs_utf8mb3", experiment="collation_cost", target="mariadb",
+                 fast_share=0.43)
+    assert "fast state: 7% of the values — a slow hour, see the note." in narrative.card_html(slow, "mysql")
+    assert "fast state: 43% of the values." in narrative.card_html(quiet, "mysql")
+    assert "fast state" not in narrative.card_html(_row(), "mysql")   # a plain mean has none
+    rows = [slow, _row(**{**slow, "comparison": "unicode_vs_general", "fast_share": 0.12}), quiet, _row()]
+    assert narrative.slow_hour_lines(rows) == [
+        "C2 on MySQL 9.7.4: only 7% of a comparison's values were in the fast state (under 20%): measured in a "
+        "slow hour, so its intervals are wider and its estimates may sit at a level of their own. Rerun it at "
+        "another time (claimlab run collation_cost --target mysql) and analyse the runs together "
+        "(claimlab analyze RUN RUN)."]
+    assert narrative.slow_hour_lines([quiet, _row()]) == []
+    table = narrative.verdict_table_html(pd.DataFrame(rows).assign(rerun_chance=0.9))
+    assert "<th>fast state</th>" in table and ">7%<" in table
 
 
 def test_server_names_read_as_a_person_says_them():

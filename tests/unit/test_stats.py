@@ -474,6 +474,24 @@ def test_exclusions_are_listed_not_silent():
     assert busy > 12 and named.count("seq ") == 10 and named.endswith(f" and {busy - 10} more"), named
 
 
+def test_a_comparison_measured_mostly_in_the_slow_state_says_it_was_a_slow_hour():
+    # a quarter of the scans slow (a quiet hour) against nine tenths (BG's MySQL C2 kept 7% fast)
+    main = next(c for c in CLAIMS["C2"].comparisons if c.name == "uca_ai_vs_utf8mb3")
+    claim = dataclasses.replace(CLAIMS["C2"], comparisons=(main,))
+    rows = {share: stats.analyze(simulate_comparison(
+        main, true_ratio=1.12, claim="C2", n_blocks=12, n_iterations=14, paired=True, seed=5,
+        server_version=MARIADB, slow=SlowState(share=share, mean_length=8)), claim).iloc[0] for share in (0.25, 0.9)}
+    quiet, slow = rows[0.25], rows[0.9]
+    assert quiet["fast_share"] > 0.5 and "a slow hour" not in quiet["verdict_note"], quiet["fast_share"]
+    assert slow["fast_share"] < stats.SLOW_HOUR, slow["fast_share"]
+    assert f"a slow hour: only {slow['fast_share']:.0%} of the values were in the fast state" in slow["verdict_note"]
+    # a plain mean has no fast state to count
+    plain = dataclasses.replace(main, statistic="mean")
+    mean_row = stats.analyze(simulate_comparison(plain, true_ratio=1.12, claim="C2", n_blocks=4, seed=5),
+                             dataclasses.replace(claim, comparisons=(plain,))).iloc[0]
+    assert math.isnan(mean_row["fast_share"]) and "a slow hour" not in mean_row["verdict_note"]
+
+
 def test_one_block_gives_no_interval_and_stays_inconclusive():
     row = stats.analyze(c4_results(n_blocks=1), CLAIMS["C4"]).iloc[0]
     assert row["verdict"] == "inconclusive" and np.isnan(row["ci_low"])
@@ -634,3 +652,7 @@ def test_stop_rule_validation_and_manifest():
         stats.StopRule(alpha=0.5)
     assert stats.StopRule.of_manifest({"design": {"sequential": None}}) is None
     assert stats.StopRule.of_manifest({"design": {"sequential": {"max_blocks": 9}}}).max_blocks == 9
+    # a comparison needs no more blocks once decided, or once no wider than the target (inclusive)
+    rule = stats.StopRule(target_rel_width=0.06)
+    assert rule.settles(True, math.inf) and rule.settles(False, 0.06)
+    assert not rule.settles(False, 0.0601) and not rule.settles(False, math.inf)

@@ -22,7 +22,7 @@ from .analysis import SPREAD_COLUMNS, TABLE_COLUMNS, analyze, run_spread, summar
 from .costs import COST_METRICS, cost_table, mean_interval, per_operation
 from .diagnostics import DRIFT_FLAG_P, Diagnostics, diagnostics
 from .intervals import Interval, LogRatio, Sample, hierarchical_draws, log_ratio, ratio_interval, run_components
-from .observations import OUTLIER_Z, REQUIRED_COLUMNS, block_log_ratios, outlier_rule, prepare
+from .observations import OUTLIER_Z, REQUIRED_COLUMNS, SLOW_HOUR, block_log_ratios, outlier_rule, prepare
 from .power import (
                     POWER,
                     agreement_chance,
@@ -55,7 +55,7 @@ from .verdicts import EDGE_FACTOR, EDGE_MARK, VERDICTS, Verdict, edge_label, lab
 __all__ = [
     "COST_METRICS", "DRIFT_FLAG_P", "EDGE_FACTOR", "EDGE_MARK", "OUTLIER_Z", "POWER", "PROBE_METRICS",
     "REQUIRED_COLUMNS",
-    "SLOW_FACTOR", "SPREAD_COLUMNS", "TABLE_COLUMNS", "VERDICTS", "Diagnostics", "Interval",
+    "SLOW_FACTOR", "SLOW_HOUR", "SPREAD_COLUMNS", "TABLE_COLUMNS", "VERDICTS", "Diagnostics", "Interval",
     "Look", "LogRatio", "Policy", "Sample", "StopDecision", "StopRule", "Verdict", "analyze",
     "agreement_chance", "block_log_ratios", "blocks_for_agreement", "blocks_for_margin", "blocks_needed",
     "claim_metrics",

@@ -46,13 +46,15 @@ RERUN_NOTED = 0.95   # a verdict note gives the rerun chance below this
 # ratios (blocks for one run, run means for several); mde: smallest relative change detectable
 # with 80% power at this size; units_needed: units for 80% power against the published ratio
 # (for a null claim: to show equivalence within the margin; without a published ratio: a 5%
-# change); flagged_share: share of measurements the speed witness saw slow (NaN: no witness).
+# change); flagged_share: share of measurements the speed witness saw slow (NaN: no witness);
+# fast_share: share of the comparison's values in the fast state (NaN unless statistic near_*;
+# under observations.SLOW_HOUR the run was made in a slow hour and the note says so).
 TABLE_COLUMNS = (
     "claim", "comparison", "kind", "direction", "family", "family_size", "experiment",
     "workload", "metric", "statistic", "baseline", "treatment", "target", "server_version", "n_runs",
     "n_blocks", "n_obs_baseline", "n_obs_treatment", "pairing", "estimate", "ci_low", "ci_high",
     "confidence", "p_value", "p_family", "sd_unit", "mde", "power_published", "units_needed",
-    "published_ratio", "published_in_ci", "equivalence_margin", "flagged_share", "contention",
+    "published_ratio", "published_in_ci", "equivalence_margin", "flagged_share", "fast_share", "contention",
     "speed_state", "verdict", "verdict_label", "edge_label", "rerun_chance", "verdict_note",
 )
 SPREAD_COLUMNS = ("claim", "comparison", "target", "n_runs", "run_estimates", "between_run_sd",
@@ -121,7 +123,7 @@ def _row(claim: Claim, group: Group, family_size: int, alpha: float,
         "treatment": comparison.treatment.label, "target": group.target,
         "published_ratio": comparison.published_ratio,
         "equivalence_margin": comparison.equivalence_margin, "flagged_share": group.flagged_share,
-        "contention": "included" if policy.include_contention else "excluded",
+        "fast_share": group.fast_share, "contention": "included" if policy.include_contention else "excluded",
         "speed_state": "normal only" if policy.normal_only else "all",
     }
     if group.reason:

@@ -35,6 +35,11 @@ REQUIRED_COLUMNS = (
 OUTLIER_Z = 3.5
 CONDITION_KEYS = ("run_id", "experiment", "target", "workload", "metric", "condition")
 BLOCK_KEYS = ("run_id", "repetition")
+# A comparison with less than this share of its values in the fast state was measured in a slow
+# hour. On the Intel host of 2026-11-26/27 C2's comparisons kept 17-49% in builds BC-BE and 6-17%
+# in the slow hours of BF, BG and BI, whose main intervals reached +-3.6-4.5% and whose BG MySQL
+# estimate sat 8% from the others (data/README.md, "A slow hour").
+SLOW_HOUR = 0.20
 _DERIVED = ("robust_z", "slow")
 
 
@@ -127,8 +132,7 @@ def block_log_ratios(base: pd.DataFrame, treat: pd.DataFrame, strata: list[str],
              for side in (base, treat)]
     outside = {}
     if statistic != "mean":
-        fast = [fast_state(side["_log"], side[["run_id", *strata]], side[["repetition", "seq", "attempt"]],
-                           statistic) for side in sides]
+        fast = [side_fast_state(side, strata, statistic) for side in sides]
         both = pd.concat([side.loc[~keep, keys] for side, keep in zip(sides, fast)])
         outside = both.groupby(list(BLOCK_KEYS)).size().to_dict() if len(both) else {}
         sides = [side[keep] for side, keep in zip(sides, fast)]
@@ -189,6 +193,22 @@ def fast_state(logs: pd.Series, groups: pd.DataFrame, starts: pd.DataFrame, stat
     level = bests.groupby(group_cols)["_best"].quantile(FAST_GATE).rename("_level")
     run_level = frame[group_cols].join(level, on=group_cols)["_level"]
     return (keyed <= best + band) & (best <= run_level + band)
+
+
+def side_fast_state(side: pd.DataFrame, strata: list[str], statistic: str) -> pd.Series:
+    """`fast_state` of one comparison side's rows (results columns), per run and stratum."""
+    logs = side["_log"] if "_log" in side else np.log(side["value"].to_numpy(dtype=float))
+    return fast_state(pd.Series(logs, index=side.index), side[["run_id", *strata]],
+                      side[["repetition", "seq", "attempt"]], statistic)
+
+
+def slow_hour_note(share: float) -> str:
+    """What a reader should make of a comparison measured with few fast-state values ('' if not)."""
+    if not share < SLOW_HOUR:
+        return ""
+    return (f"a slow hour: only {share:.0%} of the values were in the fast state (under {SLOW_HOUR:.0%}), so "
+            "the interval rests on fewer server starts and the estimate may sit at a level of its own; "
+            "rerun at another time and analyse the runs together (claimlab analyze RUN RUN)")
 
 
 def block_statistic_rule(statistic: str) -> str:

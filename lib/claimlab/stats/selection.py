@@ -16,7 +16,17 @@ import pandas as pd
 
 from claimlab.claims import Claim, Comparison
 
-from .observations import BLOCK_KEYS, FAST_BAND, OUTLIER_Z, block_log_ratios, factor_columns, outlier_rule, prepare
+from .observations import (
+    BLOCK_KEYS,
+    FAST_BAND,
+    OUTLIER_Z,
+    block_log_ratios,
+    factor_columns,
+    outlier_rule,
+    prepare,
+    side_fast_state,
+    slow_hour_note,
+)
 from .speed import PROBE_METRICS, flagged_share, slow_mask, speed_flags, witness_note
 
 
@@ -45,6 +55,7 @@ class Group:
     server_versions: tuple[str, ...] = ()
     n_obs: tuple[int, int] = (0, 0)
     flagged_share: float = math.nan
+    fast_share: float = math.nan   # share of its values in the fast state (a fast-state statistic only)
     notes: tuple[str, ...] = ()
     reason: str = ""
 
@@ -158,19 +169,23 @@ def _group(comparison, target, base, treat, policy: Policy, notes, strata) -> Gr
     one_sided = _one_sided_blocks(kept_base, kept_treat)
     if one_sided:
         notes.append(f"{one_sided} block(s) with one side only left out")
+    fast_share = math.nan
     if comparison.statistic != "mean":
+        fast_share = float(pd.concat([side_fast_state(side, strata, comparison.statistic)
+                                      for side in (kept_base, kept_treat)]).mean())
         outside = int(blocks["outside_band"].sum())
         lost = _blocks_with_both(kept_base, kept_treat) - len(blocks)
         notes.append(f"{outside} value(s) outside the fast state ({FAST_BAND:.0%} of their start's fastest, "
                      f"in starts within {FAST_BAND:.0%} of the run's fast level) "
                      "left out" + (f"; {lost} block(s) with no fast-state value on one side left out"
                                    if lost else ""))
+        notes.append(slow_hour_note(fast_share))
     unmatched = int(blocks["unmatched"].sum())
     if unmatched:
         notes.append(f"{unmatched} round(s) with one side missing or excluded left out of the pairing")
     return Group(comparison, target, blocks=blocks,
                  server_versions=tuple(sorted(kept["server_version"].astype(str).unique())),
-                 n_obs=(len(kept_base), len(kept_treat)), flagged_share=share,
+                 n_obs=(len(kept_base), len(kept_treat)), flagged_share=share, fast_share=fast_share,
                  notes=tuple(note for note in notes if note))
 
 

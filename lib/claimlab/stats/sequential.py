@@ -151,7 +151,7 @@ def simulate_sequential(comparisons, log_ratios, sd: float, rule: StopRule, fami
         for row in alive:
             for comparison, summary in zip(comparisons, summaries):
                 decision, width = read(comparison, summary, i, row, interim)
-                if decision.word == "inconclusive" and width > rule.target_rel_width:
+                if not rule.settles(decision.word != "inconclusive", width):
                     going.append(row)
                     break
             else:
@@ -204,9 +204,8 @@ def should_stop(results: pd.DataFrame, claim: Claim, rule: StopRule, *,
     if blocks < rule.min_blocks:
         return StopDecision(False, f"{blocks} of at least {rule.min_blocks} blocks", blocks)
     decided = [name for name, look in looks.items() if look.done]
-    narrow = [name for name, look in looks.items()
-              if not look.done and look.width <= rule.target_rel_width]
-    open_ = sorted(set(looks) - set(decided) - set(narrow))
+    narrow = [name for name, look in looks.items() if not look.done and rule.settles(False, look.width)]
+    open_ = sorted(name for name, look in looks.items() if not rule.settles(look.done, look.width))
     summary = "; ".join(part for part in (
         f"decided: {', '.join(decided)}" if decided else "",
         f"narrower than {rule.target_rel_width:.0%}: {', '.join(narrow)}" if narrow else "",
