@@ -291,12 +291,13 @@ def write_index(path: Path, built: list[Built], summary_html: Path, investigatio
 
     from .claims import load_claims
     claims = load_claims(project_root() / "data" / "claims.yaml")
-    sections, runs = [], []
+    sections, runs, rows = [], [], []
     for b in built:
         s = b.summary
         family = narrative.claim_family(claims[s["claim"]]) if s["claim"] in claims else "mysql"
         sections.append({"href": b.html.name, "claim": s["claim"], "title": s["title"],
                          "cards": narrative.cards_html(pd.DataFrame(s["rows"]), family)})
+        rows += s["rows"]
         for r in s["runs"]:
             host = r.get("host", {})
             runs.append({"claim": s["claim"], "run": r["run_id"], "server": r.get("target") or "",
@@ -307,7 +308,8 @@ def write_index(path: Path, built: list[Built], summary_html: Path, investigatio
                              autoescape=True, undefined=jinja2.StrictUndefined)
     page = env.get_template("index.html.j2").render(
         css=narrative.CSS, summary=summary_html.name, investigations=list(investigations), sections=sections,
-        short_profiles=sorted({r["profile"] for r in runs} - {"full"}), runs=narrative.table_html(pd.DataFrame(runs)),
+        short_profiles=sorted({r["profile"] for r in runs} - {"full"}), slow_hours=narrative.slow_hour_lines(rows),
+        runs=narrative.table_html(pd.DataFrame(runs)),
         generated=dt.datetime.now(dt.timezone.utc).isoformat(timespec="minutes"))
     path.write_text(page)
     return path
