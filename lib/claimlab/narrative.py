@@ -299,7 +299,8 @@ def slow_hour_lines(rows) -> list[str]:
     return [f"{claim} on {where}: only {min(kept):.0%} of a comparison's values were in the fast state "
             f"(under {SLOW_HOUR:.0%}): measured in a slow hour, so its intervals are wider and its estimates "
             f"may sit at a level of their own. Rerun it at another time (claimlab run {experiment} --target "
-            f"{target}) and analyse the runs together (claimlab analyze RUN RUN)."
+            f"{target}) and compare the runs (claimlab analyze RUN RUN gives each run's estimate and whether they "
+            "differ)."
             for (claim, experiment, target, where), kept in shares.items() if min(kept) < SLOW_HOUR]
 
 

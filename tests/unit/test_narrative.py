@@ -83,8 +83,8 @@ def test_a_slow_hour_is_said_on_the_card_and_once_per_claim_and_server():
     assert narrative.slow_hour_lines(rows) == [
         "C2 on MySQL 9.7.4: only 7% of a comparison's values were in the fast state (under 20%): measured in a "
         "slow hour, so its intervals are wider and its estimates may sit at a level of their own. Rerun it at "
-        "another time (claimlab run collation_cost --target mysql) and analyse the runs together "
-        "(claimlab analyze RUN RUN)."]
+        "another time (claimlab run collation_cost --target mysql) and compare the runs (claimlab analyze RUN "
+        "RUN gives each run's estimate and whether they differ)."]
     assert narrative.slow_hour_lines([quiet, _row()]) == []
     table = narrative.verdict_table_html(pd.DataFrame(rows).assign(rerun_chance=0.9))
     assert "<th>fast state</th>" in table and ">7%<" in table

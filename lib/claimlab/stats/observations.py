@@ -208,7 +208,8 @@ def slow_hour_note(share: float) -> str:
         return ""
     return (f"a slow hour: only {share:.0%} of the values were in the fast state (under {SLOW_HOUR:.0%}), so "
             "the interval rests on fewer server starts and the estimate may sit at a level of its own; "
-            "rerun at another time and analyse the runs together (claimlab analyze RUN RUN)")
+            "rerun at another time and compare the runs (claimlab analyze RUN RUN gives each run's estimate "
+            "and whether they differ)")
 
 
 def block_statistic_rule(statistic: str) -> str:
