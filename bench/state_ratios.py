@@ -3,7 +3,7 @@ scans with the fast ones; if not, the fast-state statistic must leave them out a
 costs precision.
 
     python bench/state_ratios.py --builds BC BD BE        # C2 runs of quick builds (data/quick_builds.json)
-    python bench/state_ratios.py --run RUN [RUN ...]      # any stored runs of a claim with near_min
+    python bench/state_ratios.py --run RUN [RUN ...]      # stored runs of a claim read by near_min
 
 Each round of a server start scans every collation once, in a random order, within about a
 second. A scan is fast as the analysis reads it (`stats.observations.fast_state`: within 15% of
@@ -36,15 +36,15 @@ START = ["repetition", "seq", "attempt"]
 
 
 def state_ratios(results: pd.DataFrame, claim) -> pd.DataFrame:
-    """One row per comparison of `claim` with a fast-state statistic: its round ratio with both
-    scans fast and with both slow, and how many rounds each (NaN ratio: no such round)."""
+    """One row per comparison of `claim` read by its fastest scans (`near_min`): its round ratio
+    with both scans fast and with both slow, and how many rounds each (NaN ratio: no such round)."""
     rows = []
     for comparison in claim.comparisons:
         if comparison.statistic != "near_min":
             continue
         scans = results[results["metric"] == comparison.metric]
         scans = scans.assign(fast=False, slow=False)
-        for (_, _), side in scans.groupby(["run_id", "condition"]):
+        for _, side in scans.groupby(["run_id", "condition"]):
             bests = side.groupby(START)["value"].min()
             level = np.exp(fast_level(np.log(bests.to_numpy())))
             scans.loc[side.index, "fast"] = side_fast_state(side, [], "near_min")
@@ -84,9 +84,9 @@ def main(argv=None) -> int:
         path = find_run(run, args.data or ROOT / "data" / "raw")
         manifest = read_manifest(path)
         claim = claims.get(manifest.get("claim"))
-        if claim is None or all(c.statistic == "mean" for c in claim.comparisons):
+        if claim is None or not any(c.statistic == "near_min" for c in claim.comparisons):
             if not args.builds:
-                raise ClaimlabError(f"{run}: its claim has no comparison with a fast-state statistic")
+                raise ClaimlabError(f"{run}: its claim has no comparison read by its fastest scans (near_min)")
             continue
         print(f"{name} {run} {manifest.get('default_target')}".strip())
         print(state_ratios(read_results(path), claim).to_string(index=False, float_format="{:.3f}".format),

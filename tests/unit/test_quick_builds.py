@@ -772,7 +772,7 @@ def test_state_ratios_names_what_it_cannot_read():
     with pytest.raises(ClaimlabError, match="no build ZZ"):
         state_ratios.main(["--builds", "ZZ"])
     c4 = json.loads((ROOT / "data" / "quick_builds.json").read_text())["BI"]["runs"][-1]
-    with pytest.raises(ClaimlabError, match=f"{c4}: its claim has no comparison with a fast-state statistic"):
+    with pytest.raises(ClaimlabError, match=fr"{c4}: its claim has no comparison read by its fastest scans"):
         state_ratios.main(["--run", c4])
 
 
@@ -805,3 +805,34 @@ def test_a_fifth_slow_hour_build_says_so_and_its_c1_mariadb_run_carries_the_cont
             assert (int(qps["contention"].sum()), len(qps)) == (12, 45)
             c1 = tables["BJ"].query("claim == 'C1' and target == 'mariadb'").set_index("comparison")
             assert c1.loc["mismatch_vs_latin1", "half_width"] == pytest.approx(0.091, abs=0.001)
+
+
+# 2026-11-27 04:55: a clean clone of fac119e (it measures as 62484f8)
+COMMITS |= {"BK": "fac119edfb3538ed9086785be6148a48f04a612f"}
+
+
+def test_mysqls_c2_stops_at_its_first_look_when_its_hour_is_not_slow_and_mariadbs_is_named_slow():
+    # BK: 21-24% of MySQL's C2 values fast, 14-15% of MariaDB's. MySQL's run stopped at its first
+    # look, after ten starts, every comparison decided (main 1.58 ±1.7%); MariaDB's ran to its cap of
+    # 36, counting 17 (main 1.12 ±2.9%, met). Only MariaDB's C2 is listed as measured in a slow hour.
+    # BJ vs BK: 15 of 18 verdicts alike, the three differences marked near an edge, C2 within 1.7%.
+    tables = _tables(["BJ", "BK"])
+    c2 = tables["BK"][tables["BK"]["claim"] == "C2"].groupby("target")["fast_share"]
+    assert c2.min().to_dict() == pytest.approx({"mariadb": 0.14, "mysql": 0.21}, abs=0.005)
+    main = tables["BK"].query("comparison == 'uca_ai_vs_utf8mb3'").set_index("target")["half_width"]
+    assert main.to_dict() == pytest.approx({"mariadb": 0.029, "mysql": 0.017}, abs=0.001)
+    pair = bench_module("precision").builds_agreement(tables).set_index("builds").loc["BJ vs BK"]
+    assert (pair["same_verdict"], pair["label_differs"], pair["marked"], pair["c2_over_3pct"]) == (15, 3, 3, "-")
+    c2_runs = []
+    for _, path, manifest in _made_by(["BK"]):
+        if manifest["experiment"] != "collation_cost":
+            continue
+        c2_runs.append(path.name)
+        looks = [e for e in store.read_jsonl(path / "events.jsonl") if e["event"].startswith("sequential")]
+        if manifest["default_target"] == "mysql":
+            assert [(e["blocks"], e["stop"]) for e in looks] == [(10, True)], looks
+        else:
+            assert (looks[-1]["event"], looks[-1]["blocks"]) == ("sequential_cap", 36), looks[-1]
+            assert looks[-1]["reason"].startswith("17 blocks"), looks[-1]
+    slow = report.runs_markdown(report.analyze_runs(c2_runs, RAW)).split("**Measured in a slow hour:**")[1]
+    assert slow.count("\n- C2 on ") == 1 and "C2 on MariaDB 10.11.19: only 14% of" in slow, slow
