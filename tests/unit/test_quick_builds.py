@@ -538,6 +538,18 @@ def _cap_event(run_dir: Path) -> dict:
     (cap,) = [e for e in store.read_jsonl(run_dir / "events.jsonl") if e["event"] == "sequential_cap"]
     return cap
 
+def _c2_reading(tables: dict[str, pd.DataFrame], build: str) -> tuple[dict, dict]:
+    """A build's C2 reading: each server's least fast-state share over its comparisons, and the main
+    comparison's half-width per server."""
+    c2 = tables[build][tables[build]["claim"] == "C2"]
+    main = c2[c2["comparison"] == "uca_ai_vs_utf8mb3"].set_index("target")["half_width"]
+    return c2.groupby("target")["fast_share"].min().to_dict(), main.to_dict()
+
+
+def _slow_hour_list(run_ids: list[str]) -> str:
+    """The summary's "Measured in a slow hour" list for these runs."""
+    return report.runs_markdown(report.analyze_runs(run_ids, RAW)).split("**Measured in a slow hour:**")[1]
+
 def _every_claims_overhead_at_most(builds: list[str], share: float) -> None:
     """Each claim's overhead in each build (bench/overhead.py, its runs on every server together)."""
     overhead = bench_module("overhead")
@@ -733,10 +745,9 @@ def test_the_slowest_hour_yet_reads_as_a_slow_hour_and_the_quiet_builds_do_not(c
     assert c2["BI"].max().max() < stats.SLOW_HOUR
     assert min(c2[name].min().min() for name in ("BC", "BE")) >= stats.SLOW_HOUR
     c2_runs = [path.name for _, path, m in _made_by(["BI"]) if m["experiment"] == "collation_cost"]
-    summary = report.runs_markdown(report.analyze_runs(c2_runs, RAW))
-    slow = summary.split("**Measured in a slow hour:**")[1]
-    assert slow.count("\n- C2 on ") == 2 and "C2 on MySQL 9.7.4: only 11% of" in slow, summary
-    assert "claimlab run collation_cost --target mariadb" in slow, summary
+    slow = _slow_hour_list(c2_runs)
+    assert slow.count("\n- C2 on ") == 2 and "C2 on MySQL 9.7.4: only 11% of" in slow, slow
+    assert "claimlab run collation_cost --target mariadb" in slow, slow
     main = tables["BI"].query("comparison == 'uca_ai_vs_utf8mb3'").set_index("target")["half_width"]
     assert main.to_dict() == pytest.approx({"mariadb": 0.044, "mysql": 0.045}, abs=0.001)
     _pair_and_c2_main(capsys, ["BH", "BI"], 16, "uca_ai_vs_utf8mb3 mysql 4.0%, unicode_vs_general mysql 4.2%",
@@ -788,11 +799,10 @@ def test_a_fifth_slow_hour_build_says_so_and_its_c1_mariadb_run_carries_the_cont
     # met; ±5.4% with --exclude-contention). BI vs BJ: 16 of 18 verdicts alike (15 labels), C2's main
     # comparison 0.8% and 0.3% apart, MySQL's unicode/general 3.6% (not met).
     tables = _tables(["BI", "BJ"])
-    c2 = tables["BJ"][tables["BJ"]["claim"] == "C2"].groupby("target")["fast_share"]
-    assert c2.min().to_dict() == pytest.approx({"mariadb": 0.115, "mysql": 0.066}, abs=0.005)
-    assert c2.max().max() < stats.SLOW_HOUR
-    main = tables["BJ"].query("comparison == 'uca_ai_vs_utf8mb3'").set_index("target")["half_width"]
-    assert main.to_dict() == pytest.approx({"mariadb": 0.018, "mysql": 0.066}, abs=0.001)
+    fast, main = _c2_reading(tables, "BJ")
+    assert fast == pytest.approx({"mariadb": 0.115, "mysql": 0.066}, abs=0.005)
+    assert tables["BJ"].query("claim == 'C2'")["fast_share"].max() < stats.SLOW_HOUR
+    assert main == pytest.approx({"mariadb": 0.018, "mysql": 0.066}, abs=0.001)
     pair = bench_module("precision").builds_agreement(tables).set_index("builds").loc["BI vs BJ"]
     assert (pair["same_verdict"], pair["same_label"], pair["marked"]) == (16, 15, 1), pair
     assert (pair["c2_apart"], pair["c2_over_3pct"]) == ("mariadb 0.8%, mysql 0.3%", "unicode_vs_general mysql 3.6%")
@@ -817,10 +827,9 @@ def test_mysqls_c2_stops_at_its_first_look_when_its_hour_is_not_slow_and_mariadb
     # 36, counting 17 (main 1.12 ±2.9%, met). Only MariaDB's C2 is listed as measured in a slow hour.
     # BJ vs BK: 15 of 18 verdicts alike, the three differences marked near an edge, C2 within 1.7%.
     tables = _tables(["BJ", "BK"])
-    c2 = tables["BK"][tables["BK"]["claim"] == "C2"].groupby("target")["fast_share"]
-    assert c2.min().to_dict() == pytest.approx({"mariadb": 0.14, "mysql": 0.21}, abs=0.005)
-    main = tables["BK"].query("comparison == 'uca_ai_vs_utf8mb3'").set_index("target")["half_width"]
-    assert main.to_dict() == pytest.approx({"mariadb": 0.029, "mysql": 0.017}, abs=0.001)
+    fast, main = _c2_reading(tables, "BK")
+    assert fast == pytest.approx({"mariadb": 0.14, "mysql": 0.21}, abs=0.005)
+    assert main == pytest.approx({"mariadb": 0.029, "mysql": 0.017}, abs=0.001)
     pair = bench_module("precision").builds_agreement(tables).set_index("builds").loc["BJ vs BK"]
     assert (pair["same_verdict"], pair["label_differs"], pair["marked"], pair["c2_over_3pct"]) == (15, 3, 3, "-")
     c2_runs = []
@@ -834,7 +843,7 @@ def test_mysqls_c2_stops_at_its_first_look_when_its_hour_is_not_slow_and_mariadb
         else:
             assert (looks[-1]["event"], looks[-1]["blocks"]) == ("sequential_cap", 36), looks[-1]
             assert looks[-1]["reason"].startswith("17 blocks"), looks[-1]
-    slow = report.runs_markdown(report.analyze_runs(c2_runs, RAW)).split("**Measured in a slow hour:**")[1]
+    slow = _slow_hour_list(c2_runs)
     assert slow.count("\n- C2 on ") == 1 and "C2 on MariaDB 10.11.19: only 14% of" in slow, slow
 
 
@@ -848,10 +857,9 @@ def test_a_build_on_the_slow_hours_edge_names_both_servers_and_mysqls_main_misse
     # after 11 counted), main 1.62 ±3.8% (not met); MariaDB's ±2.6% (met). BK vs BL: 15 of 18
     # verdicts alike (14 labels, 3 of the 4 label differences marked), every C2 estimate within 2.6%.
     tables = _tables(["BK", "BL"])
-    c2 = tables["BL"][tables["BL"]["claim"] == "C2"].groupby("target")["fast_share"]
-    assert c2.min().to_dict() == pytest.approx({"mariadb": 0.19, "mysql": 0.19}, abs=0.005)
-    main = tables["BL"].query("comparison == 'uca_ai_vs_utf8mb3'").set_index("target")["half_width"]
-    assert main.to_dict() == pytest.approx({"mariadb": 0.026, "mysql": 0.038}, abs=0.001)
+    fast, main = _c2_reading(tables, "BL")
+    assert fast == pytest.approx({"mariadb": 0.19, "mysql": 0.19}, abs=0.005)
+    assert main == pytest.approx({"mariadb": 0.026, "mysql": 0.038}, abs=0.001)
     pair = bench_module("precision").builds_agreement(tables).set_index("builds").loc["BK vs BL"]
     assert (pair["same_verdict"], pair["same_label"], pair["marked"], pair["c2_over_3pct"]) == (15, 14, 3, "-")
     c2_runs = [path.name for _, path, m in _made_by(["BL"]) if m["experiment"] == "collation_cost"]
@@ -860,5 +868,5 @@ def test_a_build_on_the_slow_hours_edge_names_both_servers_and_mysqls_main_misse
             cap = _cap_event(store.find_run(run, RAW))
             assert (cap["blocks"], cap["decided"]) == (14, True), cap
             assert cap["reason"].startswith("all comparisons done after 11 blocks"), cap
-    slow = report.runs_markdown(report.analyze_runs(c2_runs, RAW)).split("**Measured in a slow hour:**")[1]
+    slow = _slow_hour_list(c2_runs)
     assert slow.count("\n- C2 on ") == 2, slow
