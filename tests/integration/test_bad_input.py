@@ -8,8 +8,6 @@ the billions), which both `validate` and `run` must refuse cheaply and before an
 """
 
 import json
-import os
-import resource
 import subprocess
 import sys
 from pathlib import Path
@@ -65,23 +63,35 @@ def test_bad_input_is_one_clear_line(fixture, tmp_path, mariadbd):
         assert json.loads(manifest.read_text())["status"] == "failed"
 
 
+# Started from this small launcher, not from the test process: a process forked from the pytest
+# worker starts with the worker's resident pages (hundreds of MB once the analysis tests have run in
+# it) and the kernel's peak for it counts them. The launcher sets the limits, waits for the command
+# and writes its exit code, CPU seconds and peak resident MB to the file named first.
+_LAUNCHER = """
+import os, resource, subprocess, sys
+def limits():
+    resource.setrlimit(resource.RLIMIT_CPU, (10, 10))
+    resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
+proc = subprocess.Popen(sys.argv[2:], preexec_fn=limits)
+_, status, usage = os.wait4(proc.pid, 0)
+with open(sys.argv[1], "w") as f:
+    f.write(f"{os.waitstatus_to_exitcode(status)} {usage.ru_utime + usage.ru_stime} {usage.ru_maxrss / 1024}")
+"""
+
+
 def _measured(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess, float, float]:
     """Run the command line; return its result, CPU seconds and peak resident MB (wait4). Hard
     limits end a process that does not refuse in time, so a regression fails fast, not the machine;
     output goes to files, so a flood of it cannot block the process on a full pipe."""
-    def limits():
-        resource.setrlimit(resource.RLIMIT_CPU, (10, 10))
-        resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
-
-    out_path, err_path = tmp_path / "stdout", tmp_path / "stderr"
+    out_path, err_path, usage_path = tmp_path / "stdout", tmp_path / "stderr", tmp_path / "usage"
+    command = [sys.executable, "-m", "claimlab.cli", *args]
     with out_path.open("w") as out, err_path.open("w") as err:
-        proc = subprocess.Popen([sys.executable, "-m", "claimlab.cli", *args], stdout=out, stderr=err,
-                                stdin=subprocess.DEVNULL, preexec_fn=limits)
-        _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    result = subprocess.CompletedProcess(proc.args, proc.returncode, out_path.read_text(errors="replace"),
+        subprocess.run([sys.executable, "-c", _LAUNCHER, str(usage_path), *command], stdout=out, stderr=err,
+                       stdin=subprocess.DEVNULL, check=True)
+    code, cpu_s, rss_mb = usage_path.read_text().split()
+    result = subprocess.CompletedProcess(command, int(code), out_path.read_text(errors="replace"),
                                          err_path.read_text(errors="replace")[:10_000])
-    return result, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+    return result, float(cpu_s), float(rss_mb)
 
 
 HOSTILE = [case for case in CASES if _header(case)[1] == "hostile"]
