@@ -70,11 +70,12 @@ class StopRule:
         recorded = (manifest.get("design") or {}).get("sequential")
         return cls(**recorded) if recorded else None
 
-    def settles(self, decided: bool, width: float) -> bool:
+    def settles(self, decided, width):
         """Whether a comparison needs no more blocks: its repeated interval decides it, or is
         no wider than `target_rel_width`. The runner's looks and `stats.simulate_sequential` both
-        ask this, so a simulated run stops where a real one would."""
-        return decided or width <= self.target_rel_width
+        ask this, so a simulated run stops where a real one would (elementwise over arrays of
+        simulated runs)."""
+        return decided | (width <= self.target_rel_width)
 
     def describe(self) -> str:
         return (f"O'Brien-Fleming alpha spending, alpha {self.alpha:g}, blocks "

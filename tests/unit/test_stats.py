@@ -18,6 +18,7 @@ from claimlab import stats
 from claimlab.claims import Claim, Comparison, Condition, load_claims
 from claimlab.errors import DataError
 from claimlab.simulation import Noise, SlowState, simulate_comparison, simulate_results
+from claimlab.stats.verdicts import decided
 
 CLAIMS = load_claims(Path(__file__).resolve().parents[2] / "data" / "claims.yaml")
 MARIADB = "10.11.19-MariaDB-0+deb12u1"
@@ -107,6 +108,26 @@ def test_widening_an_interval_never_strengthens_the_verdict(kind, direction, pub
     for labels in sweeps:
         runs = [label for label, _ in itertools.groupby(labels)]
         assert len(runs) == len(set(runs)), runs
+
+
+@pytest.mark.parametrize(("kind", "direction", "published"), CASES)
+@pytest.mark.parametrize("margin", [0.01, 0.05, 0.2])
+def test_decided_over_arrays_is_the_verdicts_word(kind, direction, published, margin):
+    """`decided` (the simulations' vectorized read) against `verdict`, interval by interval: the
+    grid's every pair, bounds exactly on the band's edges and the published ratio, random
+    intervals about them, and intervals with no finite bound."""
+    edges = [1 - margin, 1 + margin, 1.0] + ([published] if published else [])
+    points = np.concatenate([GRID, edges])
+    low, high = (a.ravel() for a in np.meshgrid(points, points))
+    keep = low <= high
+    rng = np.random.default_rng(20261127)
+    centre, half = rng.choice(np.log(edges), 4000) + rng.normal(0, 0.05, 4000), rng.exponential(0.03, 4000)
+    low = np.concatenate([low[keep], np.exp(centre - half), [math.nan, 0.9, math.nan]])
+    high = np.concatenate([high[keep], np.exp(centre + half), [1.1, math.inf, math.nan]])
+    words = [stats.verdict(kind, direction, published, margin, lo, hi).word for lo, hi in zip(low, high)]
+    found = decided(kind, direction, published, margin, low, high)
+    assert found.tolist() == [word != "inconclusive" for word in words]
+    assert 0 < found.mean() < 1
 
 
 def test_the_old_rule_flip_is_gone():

@@ -26,7 +26,7 @@ from claimlab.stopping import StopRule
 from .intervals import Interval, LogRatio, log_ratio
 from .power import AGREEMENT_DRAWS, AGREEMENT_SEED
 from .selection import DEFAULT_POLICY, Policy, comparison_groups, family_sizes
-from .verdicts import verdict
+from .verdicts import decided, verdict
 
 _BOUNDARY_PATHS = 200_000
 _BOUNDARY_CHUNK = 20_000
@@ -138,30 +138,31 @@ def simulate_sequential(comparisons, log_ratios, sd: float, rule: StopRule, fami
         offsets = rng.standard_normal((draws, 1)) * between
         summaries.append(_running_summary(level + offsets + sd * rng.standard_normal((draws, last)), looks))
 
-    def read(comparison, summary, i: int, row: int, critical: np.ndarray):
-        mean, se = summary[0][row, i], summary[1][row, i]
-        low, high = math.exp(mean - critical[i] * se), math.exp(mean + critical[i] * se)
-        return verdict(comparison.kind, comparison.direction, comparison.published_ratio,
-                       comparison.equivalence_margin, low, high), high / low - 1 if low > 0 else math.inf
+    rows = np.arange(draws)
+
+    def interval(summary, look: np.ndarray, critical: np.ndarray):
+        mean, se = summary[0][rows, look], summary[1][rows, look]
+        low, high = np.exp(mean - critical[look] * se), np.exp(mean + critical[look] * se)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return low, high, np.where(low > 0, high / low - 1, np.inf)
 
     stops = np.full(draws, len(looks) - 1)
-    alive = np.arange(draws)
+    alive = np.ones(draws, dtype=bool)
     for i in range(len(looks) - 1):
-        going = []
-        for row in alive:
-            for comparison, summary in zip(comparisons, summaries):
-                decision, width = read(comparison, summary, i, row, interim)
-                if not rule.settles(decision.word != "inconclusive", width):
-                    going.append(row)
-                    break
-            else:
-                stops[row] = i
-        alive = going
+        settled = alive.copy()
+        for comparison, summary in zip(comparisons, summaries):
+            low, high, width = interval(summary, np.full(draws, i), interim)
+            settled &= rule.settles(decided(comparison.kind, comparison.direction, comparison.published_ratio,
+                                            comparison.equivalence_margin, low, high), width)
+        stops[settled] = i
+        alive &= ~settled
     labels, half_widths = {}, {}
     for comparison, summary in zip(comparisons, summaries):
-        finals = [read(comparison, summary, i, row, final) for row, i in enumerate(stops)]
-        labels[comparison.name] = np.array([decision.label for decision, _ in finals])
-        half_widths[comparison.name] = np.array([width / 2 for _, width in finals])
+        low, high, width = interval(summary, stops, final)
+        labels[comparison.name] = np.array([
+            verdict(comparison.kind, comparison.direction, comparison.published_ratio,
+                    comparison.equivalence_margin, lo, hi).label for lo, hi in zip(low.tolist(), high.tolist())])
+        half_widths[comparison.name] = width / 2
     return SimulatedRuns(looks[stops], labels, half_widths)
 
 
