@@ -870,3 +870,35 @@ def test_a_build_on_the_slow_hours_edge_names_both_servers_and_mysqls_main_misse
             assert cap["reason"].startswith("all comparisons done after 11 blocks"), cap
     slow = _slow_hour_list(c2_runs)
     assert slow.count("\n- C2 on ") == 2, slow
+
+
+# 2026-11-27 07:24: a clean clone of 46cf5e6 (it measures as 62484f8)
+COMMITS |= {"BM": "46cf5e64dd8a6f94c2be0df01d2e0dc3401421fa"}
+
+
+def test_the_slowest_hour_yet_widens_mysqls_claims_and_moves_its_unicode_level():
+    # BM: 9-10% of MariaDB's C2 values fast, 4-6% of MySQL's, the fewest yet. MySQL's C2 measured its
+    # fourteen starts and counted six: main 1.63 ±7.6% (not met), unicode/general 1.15 [1.02, 1.30]
+    # where every other build read 1.23-1.41; MariaDB's ran to its cap of 36, counting 13 (±2.3%,
+    # met). MySQL's C4 read ±17.4% (two of its four blocks ran at about twice the time on both
+    # sides). BL vs BM: 15 of 18 verdicts alike, MySQL's unicode/general 11.8% apart.
+    tables = _tables(["BL", "BM"])
+    fast, main = _c2_reading(tables, "BM")
+    assert fast == pytest.approx({"mariadb": 0.09, "mysql": 0.04}, abs=0.005)
+    assert main == pytest.approx({"mariadb": 0.023, "mysql": 0.076}, abs=0.001)
+    pair = bench_module("precision").builds_agreement(tables).set_index("builds").loc["BL vs BM"]
+    assert (pair["same_verdict"], pair["same_label"], pair["marked"]) == (15, 14, 2), pair
+    assert pair["c2_over_3pct"] == "utf8mb4_general_vs_utf8mb3 mysql 5.1%, unicode_vs_general mysql 11.8%"
+    c4 = tables["BM"].query("claim == 'C4'").set_index("target")["half_width"]
+    assert c4.to_dict() == pytest.approx({"mariadb": 0.075, "mysql": 0.174}, abs=0.001)
+    c2_runs = []
+    for _, path, manifest in _made_by(["BM"]):
+        if manifest["experiment"] != "collation_cost":
+            continue
+        c2_runs.append(path.name)
+        cap = _cap_event(path)
+        counted = {"mysql": "6 of at least 10 blocks", "mariadb": "13 blocks, continuing"}[manifest["default_target"]]
+        assert (cap["blocks"], cap["decided"]) == ({"mysql": 14, "mariadb": 36}[manifest["default_target"]], False)
+        assert cap["reason"].startswith(counted), cap
+    slow = _slow_hour_list(c2_runs)
+    assert slow.count("\n- C2 on ") == 2 and "C2 on MySQL 9.7.4: only 4% of" in slow, slow
