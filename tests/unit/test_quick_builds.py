@@ -546,6 +546,15 @@ def _c2_reading(tables: dict[str, pd.DataFrame], build: str) -> tuple[dict, dict
     return c2.groupby("target")["fast_share"].min().to_dict(), main.to_dict()
 
 
+def _against(previous: str, build: str) -> tuple[dict, dict, dict, pd.Series]:
+    """A build read against the one before it: both builds' tables, its C2 reading (`_c2_reading`)
+    and the pair's `bench/precision.py --builds` row."""
+    tables = _tables([previous, build])
+    fast, main = _c2_reading(tables, build)
+    pair = bench_module("precision").builds_agreement(tables).set_index("builds").loc[f"{previous} vs {build}"]
+    return tables, fast, main, pair
+
+
 def _slow_hour_list(run_ids: list[str]) -> str:
     """The summary's "Measured in a slow hour" list for these runs."""
     return report.runs_markdown(report.analyze_runs(run_ids, RAW)).split("**Measured in a slow hour:**")[1]
@@ -798,12 +807,10 @@ def test_a_fifth_slow_hour_build_says_so_and_its_c1_mariadb_run_carries_the_cont
     # priority: 12 of its 45 measurements carry the contention flag, mismatch/latin1 ±9.1% (not
     # met; ±5.4% with --exclude-contention). BI vs BJ: 16 of 18 verdicts alike (15 labels), C2's main
     # comparison 0.8% and 0.3% apart, MySQL's unicode/general 3.6% (not met).
-    tables = _tables(["BI", "BJ"])
-    fast, main = _c2_reading(tables, "BJ")
+    tables, fast, main, pair = _against("BI", "BJ")
     assert fast == pytest.approx({"mariadb": 0.115, "mysql": 0.066}, abs=0.005)
     assert tables["BJ"].query("claim == 'C2'")["fast_share"].max() < stats.SLOW_HOUR
     assert main == pytest.approx({"mariadb": 0.018, "mysql": 0.066}, abs=0.001)
-    pair = bench_module("precision").builds_agreement(tables).set_index("builds").loc["BI vs BJ"]
     assert (pair["same_verdict"], pair["same_label"], pair["marked"]) == (16, 15, 1), pair
     assert (pair["c2_apart"], pair["c2_over_3pct"]) == ("mariadb 0.8%, mysql 0.3%", "unicode_vs_general mysql 3.6%")
     for _, path, manifest in _made_by(["BJ"]):
@@ -826,11 +833,9 @@ def test_mysqls_c2_stops_at_its_first_look_when_its_hour_is_not_slow_and_mariadb
     # look, after ten starts, every comparison decided (main 1.58 ±1.7%); MariaDB's ran to its cap of
     # 36, counting 17 (main 1.12 ±2.9%, met). Only MariaDB's C2 is listed as measured in a slow hour.
     # BJ vs BK: 15 of 18 verdicts alike, the three differences marked near an edge, C2 within 1.7%.
-    tables = _tables(["BJ", "BK"])
-    fast, main = _c2_reading(tables, "BK")
+    tables, fast, main, pair = _against("BJ", "BK")
     assert fast == pytest.approx({"mariadb": 0.14, "mysql": 0.21}, abs=0.005)
     assert main == pytest.approx({"mariadb": 0.029, "mysql": 0.017}, abs=0.001)
-    pair = bench_module("precision").builds_agreement(tables).set_index("builds").loc["BJ vs BK"]
     assert (pair["same_verdict"], pair["label_differs"], pair["marked"], pair["c2_over_3pct"]) == (15, 3, 3, "-")
     c2_runs = []
     for _, path, manifest in _made_by(["BK"]):
@@ -856,11 +861,9 @@ def test_a_build_on_the_slow_hours_edge_names_both_servers_and_mysqls_main_misse
     # MySQL's C2 measured its fourteen starts (the look at the cap found every comparison decided
     # after 11 counted), main 1.62 ±3.8% (not met); MariaDB's ±2.6% (met). BK vs BL: 15 of 18
     # verdicts alike (14 labels, 3 of the 4 label differences marked), every C2 estimate within 2.6%.
-    tables = _tables(["BK", "BL"])
-    fast, main = _c2_reading(tables, "BL")
+    tables, fast, main, pair = _against("BK", "BL")
     assert fast == pytest.approx({"mariadb": 0.19, "mysql": 0.19}, abs=0.005)
     assert main == pytest.approx({"mariadb": 0.026, "mysql": 0.038}, abs=0.001)
-    pair = bench_module("precision").builds_agreement(tables).set_index("builds").loc["BK vs BL"]
     assert (pair["same_verdict"], pair["same_label"], pair["marked"], pair["c2_over_3pct"]) == (15, 14, 3, "-")
     c2_runs = [path.name for _, path, m in _made_by(["BL"]) if m["experiment"] == "collation_cost"]
     for run in c2_runs:
@@ -882,11 +885,9 @@ def test_the_slowest_hour_yet_widens_mysqls_claims_and_moves_its_unicode_level()
     # where every other build read 1.23-1.41; MariaDB's ran to its cap of 36, counting 13 (±2.3%,
     # met). MySQL's C4 read ±17.4% (two of its four blocks ran at about twice the time on both
     # sides). BL vs BM: 15 of 18 verdicts alike, MySQL's unicode/general 11.8% apart.
-    tables = _tables(["BL", "BM"])
-    fast, main = _c2_reading(tables, "BM")
+    tables, fast, main, pair = _against("BL", "BM")
     assert fast == pytest.approx({"mariadb": 0.09, "mysql": 0.04}, abs=0.005)
     assert main == pytest.approx({"mariadb": 0.023, "mysql": 0.076}, abs=0.001)
-    pair = bench_module("precision").builds_agreement(tables).set_index("builds").loc["BL vs BM"]
     assert (pair["same_verdict"], pair["same_label"], pair["marked"]) == (15, 14, 2), pair
     assert pair["c2_over_3pct"] == "utf8mb4_general_vs_utf8mb3 mysql 5.1%, unicode_vs_general mysql 11.8%"
     c4 = tables["BM"].query("claim == 'C4'").set_index("target")["half_width"]
