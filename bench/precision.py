@@ -4,7 +4,8 @@
     python bench/precision.py --profile full --experiment binlog_default
     python bench/precision.py --run RUN_ID ...         # stored runs only, no server
     python bench/precision.py --run A1 A2 .. --against B1 B2 ..   # do two sessions agree?
-    python bench/precision.py --builds [I J ..]        # every pair of the shipped quick builds
+    python bench/precision.py --builds [I J ..]        # every pair of the shipped quick builds, and
+                                                       # (three or more) each interval against the others
 
 The half-width is taken on the log scale, where the interval is symmetric:
 exp((ln hi - ln lo) / 2) - 1, so "3%" means the interval is the estimate x/÷ 1.03. Intervals come
@@ -152,6 +153,29 @@ def replication(tables: dict[str, pd.DataFrame], goal: float = 0.95) -> pd.DataF
     return pd.DataFrame(rows)
 
 
+def coverage(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """Per build, comparison and server: whether the build's interval holds the median of the other
+    builds' estimates (needs three builds or more). Where the truth is unknown, the others' median
+    stands in for it: a build's interval should hold it about as often as its level says, less
+    what the reference's own noise and the hours' differences (which no one run's interval can
+    see) take away. The simulations test coverage against a known truth
+    (tests/unit/test_simulation.py); this asks it of the real builds."""
+    both = pd.concat([t.assign(build=name) for name, t in tables.items()])
+    both = both[both["target"].astype(bool) & (both["n_blocks"] >= 2)].reset_index(drop=True)
+    rows = []
+    for (claim, comparison, target), part in both.groupby(["claim", "comparison", "target"], sort=True):
+        if len(part) < 3:
+            continue
+        logs = part["estimate"].map(math.log)
+        for index, row in part.iterrows():
+            reference = math.exp(logs.drop(index).median())
+            rows.append({"build": row["build"], "claim": claim, "comparison": comparison, "target": target,
+                         "estimate": row["estimate"], "ci_low": row["ci_low"], "ci_high": row["ci_high"],
+                         "confidence": row["confidence"], "reference": reference,
+                         "covers": bool(row["ci_low"] <= reference <= row["ci_high"])})
+    return pd.DataFrame(rows)
+
+
 def build_runs(names: list[str] | None, data: Path | None) -> dict[str, list[Path]]:
     """The runs of the quick builds listed in data/quick_builds.json (all of them by default)."""
     listed = json.loads((ROOT / "data" / "quick_builds.json").read_text())
@@ -179,6 +203,16 @@ def print_builds(tables: dict[str, pd.DataFrame]) -> None:
         for row in part.itertuples(index=False):
             print(f"  {row.build}: {row.estimate:.3f} [{row.ci_low:.3f}, {row.ci_high:.3f}] {row.shown}; "
                   f"same on a rerun: {narrative.rerun_chance(row.rerun_chance)}")
+    covered = coverage(tables)
+    if not covered.empty:
+        by_claim = covered.groupby("claim")["covers"]
+        print(f"\nEach build's interval against the other builds' median estimate: it holds it in "
+              f"{int(covered['covers'].sum())} of {len(covered)} ({covered['covers'].mean():.0%}; at levels "
+              f"{covered['confidence'].min():.1%}-{covered['confidence'].max():.1%}); per claim "
+              + ", ".join(f"{claim} {share:.0%}" for claim, share in by_claim.mean().items()) + "; missed:")
+        for row in covered[~covered["covers"]].itertuples(index=False):
+            print(f"  {row.build} {row.claim} {row.comparison} {row.target}: {row.estimate:.3f} "
+                  f"[{row.ci_low:.3f}, {row.ci_high:.3f}] against {row.reference:.3f}")
     chance = replication(tables)
     print("\nHow often two builds agree: agreed (share of the pairs above), chance (two builds of the "
           "last one's blocks; stats.agreement_chance from the builds pooled), and the blocks a build "
