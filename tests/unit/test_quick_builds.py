@@ -926,3 +926,28 @@ def test_the_builds_intervals_hold_the_other_builds_median_about_as_often_as_the
     assert got["covers"].to_dict() == {"w": True, "x": True, "y": True, "z": False}
     assert got["reference"].to_dict() == pytest.approx({"w": 2.52, "x": 2.51, "y": 2.52, "z": 2.51})
     assert precision.coverage(dict(list(four.items())[:2])).empty
+
+
+# 2026-11-27 08:03: a clean clone of e314abd (it measures as 62484f8)
+COMMITS |= {"BN": "e314abdcfa0a6f65a9a5b584d50edf36ee74a4db"}
+
+
+def test_the_next_slow_build_turns_to_mariadb_and_leaves_its_c2_undecided():
+    # BN: 4-7% of MariaDB's C2 values fast (its fastest scans 145-210 ms in most starts against a
+    # fast level near 90-100 ms), 10-11% of MySQL's. MariaDB's C2 ran to its cap of 36 and counted
+    # nine: main 1.15 [1.01, 1.31], ±13.5%, inconclusive (not met); MySQL's counted nine of fourteen,
+    # ±4.6% (not met). The witness flagged 40-45% of C1's measurements; C1 still read ±1.1-4.1%
+    # (met). BM vs BN: 14 of 18 verdicts alike, every label difference marked near an edge.
+    tables, fast, main, pair = _against("BM", "BN")
+    assert fast == pytest.approx({"mariadb": 0.039, "mysql": 0.102}, abs=0.002)
+    assert main == pytest.approx({"mariadb": 0.135, "mysql": 0.046}, abs=0.001)
+    assert (pair["same_verdict"], pair["same_label"], pair["label_differs"], pair["marked"]) == (14, 13, 5, 5)
+    c1 = tables["BN"].query("claim == 'C1'")
+    assert c1.groupby("target")["flagged_share"].max().to_dict() == pytest.approx({"mariadb": 0.40, "mysql": 0.45})
+    assert c1["half_width"].max() == pytest.approx(0.041, abs=0.001)
+    for _, path, manifest in _made_by(["BN"]):
+        if manifest["experiment"] == "collation_cost":
+            cap = _cap_event(path)
+            blocks, counted = {"mariadb": (36, "9 of at least 12"), "mysql": (14, "9 of at least 10")}[
+                manifest["default_target"]]
+            assert (cap["blocks"], cap["decided"]) == (blocks, False) and cap["reason"].startswith(counted), cap
