@@ -203,16 +203,6 @@ def print_builds(tables: dict[str, pd.DataFrame]) -> None:
         for row in part.itertuples(index=False):
             print(f"  {row.build}: {row.estimate:.3f} [{row.ci_low:.3f}, {row.ci_high:.3f}] {row.shown}; "
                   f"same on a rerun: {narrative.rerun_chance(row.rerun_chance)}")
-    covered = coverage(tables)
-    if not covered.empty:
-        by_claim = covered.groupby("claim")["covers"]
-        print(f"\nEach build's interval against the other builds' median estimate: it holds it in "
-              f"{int(covered['covers'].sum())} of {len(covered)} ({covered['covers'].mean():.0%}; at levels "
-              f"{covered['confidence'].min():.1%}-{covered['confidence'].max():.1%}); per claim "
-              + ", ".join(f"{claim} {share:.0%}" for claim, share in by_claim.mean().items()) + "; missed:")
-        for row in covered[~covered["covers"]].itertuples(index=False):
-            print(f"  {row.build} {row.claim} {row.comparison} {row.target}: {row.estimate:.3f} "
-                  f"[{row.ci_low:.3f}, {row.ci_high:.3f}] against {row.reference:.3f}")
     chance = replication(tables)
     print("\nHow often two builds agree: agreed (share of the pairs above), chance (two builds of the "
           "last one's blocks; stats.agreement_chance from the builds pooled), and the blocks a build "
@@ -226,6 +216,16 @@ def print_builds(tables: dict[str, pd.DataFrame]) -> None:
                                          if math.isnan(n) else f"{n:.0f}"
                                          for n, design in zip(chance["blocks_for_goal"], chance["design"])])
           .to_string(index=False))
+    covered = coverage(tables)
+    if not covered.empty:
+        by_claim = covered.groupby("claim")["covers"]
+        print(f"\nEach build's interval against the other builds' median estimate: it holds it in "
+              f"{int(covered['covers'].sum())} of {len(covered)} ({covered['covers'].mean():.0%}; at levels "
+              f"{covered['confidence'].min():.1%}-{covered['confidence'].max():.1%}); per claim "
+              + ", ".join(f"{claim} {share:.0%}" for claim, share in by_claim.mean().items()) + "; missed:")
+        for row in covered[~covered["covers"]].itertuples(index=False):
+            print(f"  {row.build}, {row.claim} {row.comparison} ({row.target}): {row.estimate:.3f} "
+                  f"[{row.ci_low:.3f}, {row.ci_high:.3f}] against {row.reference:.3f}")
 
 
 def main(argv=None) -> int:
