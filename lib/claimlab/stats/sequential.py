@@ -140,7 +140,7 @@ def simulate_sequential(comparisons, log_ratios, sd: float, rule: StopRule, fami
 
     rows = np.arange(draws)
 
-    def interval(summary, look: np.ndarray, critical: np.ndarray):
+    def interval(summary, look, critical: np.ndarray):   # look: one index, or one per run
         mean, se = summary[0][rows, look], summary[1][rows, look]
         low, high = np.exp(mean - critical[look] * se), np.exp(mean + critical[look] * se)
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -151,7 +151,7 @@ def simulate_sequential(comparisons, log_ratios, sd: float, rule: StopRule, fami
     for i in range(len(looks) - 1):
         settled = alive.copy()
         for comparison, summary in zip(comparisons, summaries):
-            low, high, width = interval(summary, np.full(draws, i), interim)
+            low, high, width = interval(summary, i, interim)
             settled &= rule.settles(decided(comparison.kind, comparison.direction, comparison.published_ratio,
                                             comparison.equivalence_margin, low, high), width)
         stops[settled] = i
