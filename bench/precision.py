@@ -112,6 +112,13 @@ def builds_agreement(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _pooled(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """The builds' rows in one frame (a `build` column, one index), keeping the comparisons tested
+    on a server with an interval (two blocks or more)."""
+    both = pd.concat([t.assign(build=name) for name, t in tables.items()], ignore_index=True)
+    return both[both["target"].astype(bool) & (both["n_blocks"] >= 2)]
+
+
 def replication(tables: dict[str, pd.DataFrame], goal: float = 0.95) -> pd.DataFrame:
     """Per comparison and server: how often the builds' labels agreed, and how often two builds
     of the last one's design (its block count: the current profile when builds are listed in the
@@ -122,9 +129,7 @@ def replication(tables: dict[str, pd.DataFrame], goal: float = 0.95) -> pd.DataF
     exactly; across a change of rounds per block the pooled block spread is an approximation."""
     rows = []
     claims = load_claims(ROOT / "data" / "claims.yaml")
-    both = pd.concat([t.assign(build=name) for name, t in tables.items()])
-    both = both[both["target"].astype(bool) & (both["n_blocks"] >= 2)]
-    for (claim, comparison, target), part in both.groupby(["claim", "comparison", "target"], sort=True):
+    for (claim, comparison, target), part in _pooled(tables).groupby(["claim", "comparison", "target"], sort=True):
         if len(part) < 2:
             continue
         logs = part["estimate"].map(math.log)
@@ -160,10 +165,8 @@ def coverage(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
     what the reference's own noise and the hours' differences (which no one run's interval can
     see) take away. The simulations test coverage against a known truth
     (tests/unit/test_simulation.py); this asks it of the real builds."""
-    both = pd.concat([t.assign(build=name) for name, t in tables.items()])
-    both = both[both["target"].astype(bool) & (both["n_blocks"] >= 2)].reset_index(drop=True)
     rows = []
-    for (claim, comparison, target), part in both.groupby(["claim", "comparison", "target"], sort=True):
+    for (claim, comparison, target), part in _pooled(tables).groupby(["claim", "comparison", "target"], sort=True):
         if len(part) < 3:
             continue
         logs = part["estimate"].map(math.log)

@@ -865,10 +865,11 @@ def test_a_build_on_the_slow_hours_edge_names_both_servers_and_mysqls_main_misse
     assert fast == pytest.approx({"mariadb": 0.19, "mysql": 0.19}, abs=0.005)
     assert main == pytest.approx({"mariadb": 0.026, "mysql": 0.038}, abs=0.001)
     assert (pair["same_verdict"], pair["same_label"], pair["marked"], pair["c2_over_3pct"]) == (15, 14, 3, "-")
-    c2_runs = [path.name for _, path, m in _made_by(["BL"]) if m["experiment"] == "collation_cost"]
-    for run in c2_runs:
-        if store.read_manifest(store.find_run(run, RAW))["default_target"] == "mysql":
-            cap = _cap_event(store.find_run(run, RAW))
+    c2 = [(path, m["default_target"]) for _, path, m in _made_by(["BL"]) if m["experiment"] == "collation_cost"]
+    c2_runs = [path.name for path, _ in c2]
+    for path, target in c2:
+        if target == "mysql":
+            cap = _cap_event(path)
             assert (cap["blocks"], cap["decided"]) == (14, True), cap
             assert cap["reason"].startswith("all comparisons done after 11 blocks"), cap
     slow = _slow_hour_list(c2_runs)
@@ -898,8 +899,9 @@ def test_the_slowest_hour_yet_widens_mysqls_claims_and_moves_its_unicode_level()
             continue
         c2_runs.append(path.name)
         cap = _cap_event(path)
-        counted = {"mysql": "6 of at least 10 blocks", "mariadb": "13 blocks, continuing"}[manifest["default_target"]]
-        assert (cap["blocks"], cap["decided"]) == ({"mysql": 14, "mariadb": 36}[manifest["default_target"]], False)
+        blocks, counted = {"mysql": (14, "6 of at least 10 blocks"), "mariadb": (36, "13 blocks, continuing")}[
+            manifest["default_target"]]
+        assert (cap["blocks"], cap["decided"]) == (blocks, False)
         assert cap["reason"].startswith(counted), cap
     slow = _slow_hour_list(c2_runs)
     assert slow.count("\n- C2 on ") == 2 and "C2 on MySQL 9.7.4: only 4% of" in slow, slow
@@ -911,11 +913,12 @@ def test_the_builds_intervals_hold_the_other_builds_median_about_as_often_as_the
     # other eleven builds' estimates; the misses include BG's MySQL main comparison (1.708 against 1.580)
     precision = bench_module("precision")
     builds = ["BC", "BD", "BE", "BF", "BG", "BH", "BI", "BJ", "BK", "BL", "BM", "BN"]
-    covered = precision.coverage(_tables(builds))
+    tables = _tables(builds)
+    covered = precision.coverage(tables)
     assert (int(covered["covers"].sum()), len(covered)) == (205, 216)
     missed = covered[~covered["covers"]].set_index(["build", "comparison", "target"])
     assert missed.loc[("BG", "uca_ai_vs_utf8mb3", "mysql"), "reference"] == pytest.approx(1.580, abs=0.001)
-    precision.print_builds(_tables(builds))
+    precision.print_builds(tables)
     assert "it holds it in 205 of 216 (95%; at levels 95.0%-97.5%)" in capsys.readouterr().out
     # leave one out: a build's own estimate is never its reference, and two builds give no reference
     four = {name: pd.DataFrame({"claim": ["C4"], "comparison": ["binlog_on_vs_off"], "target": ["mysql"],
