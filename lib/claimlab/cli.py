@@ -226,8 +226,13 @@ def cmd_validate(args) -> int:
                 ablation.load(path, profile)
         else:
             from .design import conditions
+            from .stats.sequential import stopping_for
             for profile in params_mod.PROFILES:
-                conditions(params_mod.load(path, profile))   # every combination of levels, too
+                exp = params_mod.load(path, profile)
+                conditions(exp)   # every combination of levels, too
+                for target, design in exp.target_designs.items():
+                    if design.sequential is not None and design.sequential.precise:   # the claim's comparisons
+                        stopping_for(params_mod.with_default_target(exp, target, str(path)))
         print(f"ok: {path}")
     return 0
 

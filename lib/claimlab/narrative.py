@@ -375,7 +375,8 @@ def _design_text(d: dict) -> str:
         starts = f"{rule['min_blocks']}-{rule['max_blocks']}"
         blocks = f"{rule['min_blocks'] // k}-{rule['max_blocks'] // k}"
         stopping = (f"; sequential: a look after every block from {rule['min_blocks']} starts on, stopping once "
-                    f"every comparison is decided or its repeated interval is within {rule['target_rel_width']:.0%}")
+                    f"every comparison is decided or its repeated interval is within {rule['target_rel_width']:.0%}"
+                    + (f" ({', '.join(rule['precise'])}: within it, decided or not)" if rule.get("precise") else ""))
     else:
         starts, blocks, stopping = d["repetitions"], d["repetitions"] // k, ""
     if d.get("side_by_side"):

@@ -316,6 +316,7 @@ class StopRuleIn(_RuleIn):
     min_blocks: int = StopRule.min_blocks
     max_blocks: int = StopRule.max_blocks
     alpha: float = StopRule.alpha
+    precise: list[Name] = []
 
 
 class FastRoundsIn(_RuleIn):

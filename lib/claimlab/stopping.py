@@ -36,7 +36,9 @@ class StopRule:
     After each complete block (from `min_blocks` on) every comparison of the claim is looked
     at through its repeated confidence interval (see `stats.sequential_look`). A comparison is done
     when that interval decides it (see `stats.verdict`) or is narrower than `target_rel_width`
-    (high / low - 1). The run stops when every comparison is done, or at `max_blocks`.
+    (high / low - 1); a comparison named in `precise`, whose precision is a goal of its own (C2's
+    main comparison: within 3% at the quick profile), is done only when it is that narrow, decided
+    or not. The run stops when every comparison is done, or at `max_blocks`.
 
     Error rates: decisions read off repeated confidence intervals keep `alpha` under any
     stopping (Jennison & Turnbull 1989). The final analysis uses `stats.sequential_alpha`, the level
@@ -52,8 +54,12 @@ class StopRule:
     min_blocks: int = 3
     max_blocks: int = 20
     alpha: float = 0.05
+    precise: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "precise", tuple(self.precise))   # a manifest's JSON gives a list
+        if not all(isinstance(name, str) and name for name in self.precise):
+            raise ValueError("precise must list comparison names")
         if not 0 < self.alpha < 0.5:
             raise ValueError("alpha must lie in (0, 0.5)")
         if not self.target_rel_width > 0:
@@ -70,16 +76,19 @@ class StopRule:
         recorded = (manifest.get("design") or {}).get("sequential")
         return cls(**recorded) if recorded else None
 
-    def settles(self, decided, width):
-        """Whether a comparison needs no more blocks: its repeated interval decides it, or is
-        no wider than `target_rel_width`. The runner's looks and `stats.simulate_sequential` both
-        ask this, so a simulated run stops where a real one would (elementwise over arrays of
-        simulated runs)."""
+    def settles(self, decided, width, comparison: str | None = None):
+        """Whether `comparison` needs no more blocks: its repeated interval decides it (unless it is
+        one of `precise`), or is no wider than `target_rel_width`. The runner's looks and
+        `stats.simulate_sequential` both ask this, so a simulated run stops where a real one would
+        (elementwise over arrays of simulated runs)."""
+        if comparison in self.precise:
+            return width <= self.target_rel_width
         return decided | (width <= self.target_rel_width)
 
     def describe(self) -> str:
+        precise = f" ({', '.join(self.precise)}: that width, decided or not)" if self.precise else ""
         return (f"O'Brien-Fleming alpha spending, alpha {self.alpha:g}, blocks "
-                f"{self.min_blocks}-{self.max_blocks}, target width {self.target_rel_width:.0%}")
+                f"{self.min_blocks}-{self.max_blocks}, target width {self.target_rel_width:.0%}{precise}")
 
 
 @dataclass(frozen=True)

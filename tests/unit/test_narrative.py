@@ -180,4 +180,6 @@ def test_design_text_says_how_conditions_met_the_machine():
     assert sequential.endswith("; sequential: a look after every block from 10 starts on, stopping once "
                                "every comparison is decided or its repeated interval is within 6%")
     assert narrative._design_text(base | {"side_by_side": True, "sequential": rule}).startswith("10-14 blocks, each")
+    precise = narrative._design_text(base | {"sequential": rule | {"precise": ["uca_ai_vs_utf8mb3"]}})
+    assert precise.endswith("is within 6% (uca_ai_vs_utf8mb3: within it, decided or not)")
     assert "4 server starts" in apart and "sequential" not in apart

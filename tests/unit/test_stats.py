@@ -571,6 +571,14 @@ def test_should_stop_waits_decides_and_caps():
     assert not stats.should_stop(unclear[unclear["repetition"] < 5], c2, rule).stop
     nothing = stats.should_stop(clear, CLAIMS["C3"], rule)
     assert nothing.stop and "nothing to test" in nothing.reason
+    # decided is not enough for a comparison whose precision is a goal: it stays open until narrow
+    stopped = next(d for d in decided if d.stop)
+    precise = dataclasses.replace(rule, precise=("binlog_on_vs_off",))
+    held = stats.should_stop(clear[clear["repetition"] < stopped.blocks], c4, precise)
+    assert not held.stop and "open: binlog_on_vs_off" in held.reason, held
+    assert "decided:" not in held.reason
+    loose = dataclasses.replace(precise, target_rel_width=10.0)
+    assert stats.should_stop(clear[clear["repetition"] < 3], c4, loose).stop
 
 
 def test_stop_callback_reads_the_run_directory(tmp_path, monkeypatch):
@@ -677,3 +685,13 @@ def test_stop_rule_validation_and_manifest():
     rule = stats.StopRule(target_rel_width=0.06)
     assert rule.settles(True, math.inf) and rule.settles(False, 0.06)
     assert not rule.settles(False, 0.0601) and not rule.settles(False, math.inf)
+    # a comparison of `precise` needs the width, decided or not; the others are unchanged
+    precise = stats.StopRule(target_rel_width=0.06, precise=["uca_ai_vs_utf8mb3"])
+    assert precise.precise == ("uca_ai_vs_utf8mb3",)            # a manifest's list, as a tuple
+    assert not precise.settles(True, 0.0601, "uca_ai_vs_utf8mb3") and precise.settles(True, 0.06, "uca_ai_vs_utf8mb3")
+    assert precise.settles(True, math.inf, "unicode_vs_general") and precise.settles(True, math.inf)
+    assert list(precise.settles(np.array([True, True, False]), np.array([0.05, 0.07, 0.05]), "uca_ai_vs_utf8mb3")) == \
+        [True, False, True]
+    assert stats.StopRule.of_manifest({"design": {"sequential": {"precise": ["x"]}}}).precise == ("x",)
+    with pytest.raises(ValueError, match="precise"):
+        stats.StopRule(precise=[""])

@@ -153,7 +153,7 @@ def simulate_sequential(comparisons, log_ratios, sd: float, rule: StopRule, fami
         for comparison, summary in zip(comparisons, summaries):
             low, high, width = interval(summary, i, interim)
             settled &= rule.settles(decided(comparison.kind, comparison.direction, comparison.published_ratio,
-                                            comparison.equivalence_margin, low, high), width)
+                                            comparison.equivalence_margin, low, high), width, comparison.name)
         stops[settled] = i
         alive &= ~settled
     labels, half_widths = {}, {}
@@ -181,7 +181,8 @@ def should_stop(results: pd.DataFrame, claim: Claim, rule: StopRule, *,
     """Whether the runner may stop after the blocks in `results` (one run; call after each block).
 
     Stops when every comparison with data is decided by its repeated confidence interval or
-    already as narrow as `rule.target_rel_width`, or when `rule.max_blocks` is reached.
+    already as narrow as `rule.target_rel_width` (those of `rule.precise`: that narrow), or when
+    `rule.max_blocks` is reached.
     Skipping looks only makes the design more conservative. Analyse the stopped run with
     `analyze(..., stop_rule=rule)` so the final level matches the design.
     """
@@ -189,9 +190,10 @@ def should_stop(results: pd.DataFrame, claim: Claim, rule: StopRule, *,
         raise ValueError("sequential stopping looks at one run at a time")
     groups = list(comparison_groups(results, claim, policy))
     sizes = family_sizes(claim, groups)
-    looks, waiting, untestable = {}, [], []
+    looks, waiting, untestable, compared = {}, [], [], {}
     for group in groups:
         name = f"{group.comparison.name}@{group.target}" if group.target else group.comparison.name
+        compared[name] = group.comparison.name
         if group.reason:
             untestable.append(f"{group.comparison.name}: {group.reason}")
         elif len(group.blocks) < 2:
@@ -204,9 +206,9 @@ def should_stop(results: pd.DataFrame, claim: Claim, rule: StopRule, *,
     blocks = min([look.blocks for look in looks.values()] + waiting)
     if blocks < rule.min_blocks:
         return StopDecision(False, f"{blocks} of at least {rule.min_blocks} blocks", blocks)
-    decided = [name for name, look in looks.items() if look.done]
+    open_ = sorted(name for name, look in looks.items() if not rule.settles(look.done, look.width, compared[name]))
+    decided = [name for name, look in looks.items() if look.done and name not in open_]
     narrow = [name for name, look in looks.items() if not look.done and rule.settles(False, look.width)]
-    open_ = sorted(name for name, look in looks.items() if not rule.settles(look.done, look.width))
     summary = "; ".join(part for part in (
         f"decided: {', '.join(decided)}" if decided else "",
         f"narrower than {rule.target_rel_width:.0%}: {', '.join(narrow)}" if narrow else "",
@@ -240,6 +242,12 @@ def stopping_for(exp) -> Callable[[Path], tuple[bool, str]] | None:
     from claimlab.claims import load_claims
     from claimlab.store import project_root
     claim = load_claims(project_root() / "data" / "claims.yaml")[exp.claim]
+    unknown = sorted(set(exp.design.sequential.precise) - {c.name for c in claim.comparisons})
+    if unknown:
+        from claimlab.errors import ConfigError
+        raise ConfigError(exp.source, "design.sequential.precise",
+                          f"claim {exp.claim} has no comparison {unknown[0]!r} "
+                          f"(it has {', '.join(c.name for c in claim.comparisons)})")
     return stop_callback(claim, exp.design.sequential)
 
 
