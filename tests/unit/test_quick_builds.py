@@ -1025,3 +1025,33 @@ def test_as_the_slow_hour_eases_mysqls_c2_stops_at_its_first_look_short_of_3pct(
         else:
             assert (looks[-1]["event"], looks[-1]["blocks"]) == ("sequential_cap", 36)
             assert looks[-1]["reason"].startswith("23 blocks, continuing"), looks[-1]
+
+
+# 2026-11-27 11:52: a clean clone of 29d9613 (`precise`: C2's main comparison must reach the 6% width)
+COMMITS |= {"BQ": "29d96133877a13bab915d3c5713d24f6b6a7f4ac"}
+
+
+def test_a_quiet_hour_at_last_both_c2_runs_stop_early_and_make_report_takes_12_minutes():
+    # BQ: 22-25% of MariaDB's C2 values fast, 45-53% of MySQL's, neither named slow. MariaDB's C2
+    # stopped after 23 starts (main decided and within 6%, the two near-edge ones narrower than 6%),
+    # the first run on this host whose width target saved starts; MySQL's at its first look, main
+    # ±1.1%. BP vs BQ: 16 of 18 verdicts alike, both label differences near an edge, every C2
+    # estimate within 3%. C3's overhead 25.8%, over its 25% (not met) in a quiet hour.
+    tables, fast, main, pair = _against("BP", "BQ")
+    assert fast == pytest.approx({"mariadb": 0.219, "mysql": 0.446}, abs=0.002)
+    assert main == pytest.approx({"mariadb": 0.019, "mysql": 0.011}, abs=0.001)
+    assert (pair["same_verdict"], pair["same_label"], pair["label_differs"], pair["marked"]) == (16, 16, 2, 2)
+    assert pair["c2_over_3pct"] == "-"
+    assert tables["BQ"].query("claim == 'C1'")["half_width"].max() == pytest.approx(0.017, abs=0.001)
+    overhead = bench_module("overhead")
+    for _, path, manifest in _made_by(["BQ"]):
+        if manifest["experiment"] != "collation_cost":
+            continue
+        assert manifest["design"]["sequential"]["precise"] == ["uca_ai_vs_utf8mb3"]
+        (look,) = [e for e in store.read_jsonl(path / "events.jsonl") if e["event"] == "sequential" and e["stop"]]
+        blocks = {"mariadb": 23, "mysql": 10}[manifest["default_target"]]
+        assert look["blocks"] == blocks and look["reason"].startswith("all comparisons done after"), look
+    claims = overhead.per_claim(pd.DataFrame([overhead.overhead(p) for p in
+                                              bench_module("precision").build_runs(["BQ"], None)["BQ"]]))
+    assert claims.set_index("experiment")["overhead_share"].round(3).to_dict() == {
+        "binlog_default": 0.244, "charset_mismatch": 0.166, "collation_cost": 0.182, "insert_57_vs_80": 0.258}
