@@ -1044,14 +1044,15 @@ def test_a_quiet_hour_at_last_both_c2_runs_stop_early_and_make_report_takes_12_m
     assert pair["c2_over_3pct"] == "-"
     assert tables["BQ"].query("claim == 'C1'")["half_width"].max() == pytest.approx(0.017, abs=0.001)
     overhead = bench_module("overhead")
+    paths = []
     for _, path, manifest in _made_by(["BQ"]):
+        paths.append(path)
         if manifest["experiment"] != "collation_cost":
             continue
         assert manifest["design"]["sequential"]["precise"] == ["uca_ai_vs_utf8mb3"]
         (look,) = [e for e in store.read_jsonl(path / "events.jsonl") if e["event"] == "sequential" and e["stop"]]
         blocks = {"mariadb": 23, "mysql": 10}[manifest["default_target"]]
         assert look["blocks"] == blocks and look["reason"].startswith("all comparisons done after"), look
-    claims = overhead.per_claim(pd.DataFrame([overhead.overhead(p) for p in
-                                              bench_module("precision").build_runs(["BQ"], None)["BQ"]]))
+    claims = overhead.per_claim(pd.DataFrame([overhead.overhead(p) for p in paths]))
     assert claims.set_index("experiment")["overhead_share"].round(3).to_dict() == {
         "binlog_default": 0.244, "charset_mismatch": 0.166, "collation_cost": 0.182, "insert_57_vs_80": 0.258}
