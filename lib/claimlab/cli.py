@@ -226,12 +226,12 @@ def cmd_validate(args) -> int:
                 ablation.load(path, profile)
         else:
             from .design import conditions
-            from .stats.sequential import stopping_for
             for profile in params_mod.PROFILES:
                 exp = params_mod.load(path, profile)
                 conditions(exp)   # every combination of levels, too
                 for target, design in exp.target_designs.items():
                     if design.sequential is not None and design.sequential.precise:   # the claim's comparisons
+                        from .stats.sequential import stopping_for  # only then: it loads the statistics
                         stopping_for(params_mod.with_default_target(exp, target, str(path)))
         print(f"ok: {path}")
     return 0
