@@ -559,11 +559,16 @@ def _slow_hour_list(run_ids: list[str]) -> str:
     """The summary's "Measured in a slow hour" list for these runs."""
     return report.runs_markdown(report.analyze_runs(run_ids, RAW)).split("**Measured in a slow hour:**")[1]
 
-def _every_claims_overhead_at_most(builds: list[str], share: float) -> None:
-    """Each claim's overhead in each build (bench/overhead.py, its runs on every server together)."""
+def _claims_overhead(dirs: list[Path]) -> pd.DataFrame:
+    """Each claim's overhead over these runs (bench/overhead.py, its runs on every server together)."""
     overhead = bench_module("overhead")
+    return overhead.per_claim(pd.DataFrame([overhead.overhead(path) for path in dirs]))
+
+
+def _every_claims_overhead_at_most(builds: list[str], share: float) -> None:
+    """Each claim's overhead in each build."""
     for name, dirs in bench_module("precision").build_runs(builds, None).items():
-        claims = overhead.per_claim(pd.DataFrame([overhead.overhead(path) for path in dirs]))
+        claims = _claims_overhead(dirs)
         assert (claims["overhead_share"] <= share).all(), (name, claims)
 
 
@@ -1043,7 +1048,6 @@ def test_a_quiet_hour_at_last_both_c2_runs_stop_early_and_make_report_takes_12_m
     assert (pair["same_verdict"], pair["same_label"], pair["label_differs"], pair["marked"]) == (16, 16, 2, 2)
     assert pair["c2_over_3pct"] == "-"
     assert tables["BQ"].query("claim == 'C1'")["half_width"].max() == pytest.approx(0.017, abs=0.001)
-    overhead = bench_module("overhead")
     paths = []
     for _, path, manifest in _made_by(["BQ"]):
         paths.append(path)
@@ -1053,6 +1057,6 @@ def test_a_quiet_hour_at_last_both_c2_runs_stop_early_and_make_report_takes_12_m
         (look,) = [e for e in store.read_jsonl(path / "events.jsonl") if e["event"] == "sequential" and e["stop"]]
         blocks = {"mariadb": 23, "mysql": 10}[manifest["default_target"]]
         assert look["blocks"] == blocks and look["reason"].startswith("all comparisons done after"), look
-    claims = overhead.per_claim(pd.DataFrame([overhead.overhead(p) for p in paths]))
+    claims = _claims_overhead(paths)
     assert claims.set_index("experiment")["overhead_share"].round(3).to_dict() == {
         "binlog_default": 0.244, "charset_mismatch": 0.166, "collation_cost": 0.182, "insert_57_vs_80": 0.258}
