@@ -53,7 +53,9 @@ def test_starts_print_each_starts_code_address_and_a_fixed_layout_keeps_it(capsy
 def test_move_binary_puts_the_servers_pages_on_other_frames_before_it_starts(capsys, mariadbd, how):
     # data/README.md, "Build AN, and where the binary's pages lie": the binary is evicted and read
     # back, all at once while 1 GiB is held elsewhere or page by page in a random order; root
-    # reads the frames from /proc/self/pagemap
+    # reads the frames from /proc/self/pagemap. Where they land is not asserted here: a server
+    # another test runs at the same time maps the binary, and its pages stay put (CI read 15
+    # frames before and 18 after a scattered move of a 13-frame binary)
     standalone = bench_module("c2_standalone")
     assert standalone.main(["--target", "mariadb", "--rows", "2000", "--rounds", "4", "--move-binary", *how]) == 0
     first = capsys.readouterr().out.splitlines()[0]
@@ -61,14 +63,29 @@ def test_move_binary_puts_the_servers_pages_on_other_frames_before_it_starts(cap
     assert moved, first
     binary = Path(moved.group(1))
     assert binary.name == "mariadbd"
-    least = -(-binary.stat().st_size // (2 << 20))          # frames the file fills at the least
     if os.geteuid() == 0:
+        least = -(-binary.stat().st_size // (2 << 20))          # frames the file fills at the least
         assert int(moved.group(2)) >= least and int(moved.group(3)) >= least, first
-        if how:   # page by page: well beyond the fewest frames; how far depends on the allocator and on
-            # what else runs (265 frames before and 40 after for a 13-frame binary, beside the analysis tests)
-            assert int(moved.group(3)) > 2 * least, first
     else:
         assert moved.group(2) == moved.group(3) == "unknown"
+
+
+def test_scatter_spreads_a_files_pages_over_more_frames_than_a_contiguous_move(tmp_path):
+    # on a file no other process maps (on disk, not tmpfs, so eviction takes it). How many frames
+    # either takes depends on how fragmented free memory is (this host: 389-426 contiguous against
+    # 599-600 scattered for 13 frames of file; a fresh one about 13 against 26), so only the order
+    # is asserted
+    if os.geteuid() != 0:
+        pytest.skip("frame numbers need root")
+    standalone = bench_module("c2_standalone")
+    path = tmp_path / "binary"
+    path.write_bytes(os.urandom(13 * (2 << 20)))
+    os.sync()
+    standalone._move(path)
+    contiguous = standalone._frames(path)
+    standalone._scatter(path, seed=1)
+    scattered = standalone._frames(path)
+    assert scattered > contiguous >= 13, (contiguous, scattered)
 
 
 def test_without_root_the_frames_are_unknown(mariadbd):
