@@ -237,6 +237,7 @@ def build(*, profile: str = "quick", run_ids: list[str] | None = None, out_dir: 
             raise ClaimlabError(f"no notebook for experiment {experiment!r}")
         doing = f"re-analysing {' '.join(ids)}" if ids else f"running the {profile} profile on {', '.join(targets)}"
         log(f"{experiment}: {doing}")
+        began = time.monotonic()
         summary_path = out_dir / f"{experiment}.summary.json"
         nb = execute(CLAIM_NOTEBOOK, out_dir, {
             "experiment": experiment, "profile": profile, "run_ids": ids, "targets": list(targets),
@@ -244,11 +245,14 @@ def build(*, profile: str = "quick", run_ids: list[str] | None = None, out_dir: 
             "start_servers": ids is None,
             "cpu_evidence": cpu_evidence and ids is None}, root, NOTEBOOKS[experiment])   # from data: no server
         built.append(Built(experiment, nb, render_html(nb, show_code), json.loads(summary_path.read_text())))
+        log(f"{experiment}: done in {time.monotonic() - began:.0f} s")
     log("summary")
+    began = time.monotonic()
     summary_nb = execute(SUMMARY, out_dir, {
         "run_ids": [r for b in built for r in b.summary["run_ids"]], "data_dir": _text(data_dir),
         "figures_dir": str(figures_dir)}, root)
     summary_html = render_html(summary_nb, show_code)
+    log(f"summary: done in {time.monotonic() - began:.0f} s")
     investigations = []
     if not experiments:
         for name, (notebook, ablation_name) in INVESTIGATIONS.items():
@@ -261,12 +265,14 @@ def build(*, profile: str = "quick", run_ids: list[str] | None = None, out_dir: 
                 continue
             size = profile if profile == "full" else "smoke"
             log(f"{name}: " + (f"running the {size} profile" if fresh else "re-analysing its newest stored run"))
+            began = time.monotonic()
             nb = execute(notebook, out_dir, {"ablation_name": ablation_name, "profile": size,
                                              "data_dir": _text(data_dir), "start_servers": fresh,
                                              "cpu_evidence": cpu_evidence and fresh,
                                              "figures_dir": str(figures_dir),
                                              "profile_dir": str(figures_dir / name / "profiles")}, root)
             investigations.append(render_html(nb, show_code))
+            log(f"{name}: done in {time.monotonic() - began:.0f} s")
     index = write_index(out_dir / "index.html", built, summary_html, investigations)
     leaked = scrub(out_dir.rglob("*"), secret_values(root))
     if leaked:

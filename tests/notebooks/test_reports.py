@@ -239,6 +239,8 @@ def test_rerender_from_shipped_data_starts_no_server_and_repeats_its_tables(from
                      "--out", str(tmp_path / "again"), "--figures", str(tmp_path / "figures"), timeout=600)
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "again" / "C4_binlog_default.html").exists()
+    for step in ("binlog_default", "summary"):         # where a report's minutes went
+        assert re.search(rf"^report: {step}: done in \d+ s$", result.stderr, re.M), result.stderr
     tables = [json.loads((d / "binlog_default.summary.json").read_text())["rows"] for d in (out, tmp_path / "again")]
     assert tables[0] == tables[1]
     for run_dir, before in listings.items():
