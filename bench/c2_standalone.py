@@ -151,8 +151,15 @@ def _layout(fixed: bool):
 
 def _frames(path: Path) -> int | None:
     """How many 2 MiB physical frames the file's page-cache pages lie in (None when
-    /proc/self/pagemap hides frame numbers, as it does from all but root, or is refused). Maps
-    and touches every page, so a file not yet cached is read in first."""
+    /proc/self/pagemap hides frame numbers, as it does from all but root, or is refused)."""
+    frames = {pfn // FRAME_PAGES for pfn in _page_frames(path) or () if pfn}
+    return len(frames) or None
+
+
+def _page_frames(path: Path) -> list[int] | None:
+    """The physical frame number of each of the file's page-cache pages, in file order (None when
+    pagemap is refused; zero where it hides the number or a page is not present). Maps and
+    touches every page, so a file not yet cached is read in first."""
     libc = ctypes.CDLL(None, use_errno=True)
     libc.mmap.restype = ctypes.c_void_p
     libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
@@ -171,10 +178,9 @@ def _frames(path: Path) -> int | None:
                     entries = memoryview(pagemap.read(pages * 8)).cast("Q")
             except PermissionError:                     # some kernels refuse it outright
                 return None
+            return [entry & ((1 << 55) - 1) if entry >> 63 else 0 for entry in entries]
         finally:
             libc.munmap(ctypes.c_void_p(addr), ctypes.c_size_t(size))
-    frames = {(entry & ((1 << 55) - 1)) // FRAME_PAGES for entry in entries if entry >> 63}
-    return None if frames <= {0} else len(frames)
 
 
 def _move(path: Path) -> None:

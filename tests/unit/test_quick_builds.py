@@ -1060,3 +1060,37 @@ def test_a_quiet_hour_at_last_both_c2_runs_stop_early_and_make_report_takes_12_m
     claims = _claims_overhead(paths)
     assert claims.set_index("experiment")["overhead_share"].round(3).to_dict() == {
         "binlog_default": 0.244, "charset_mismatch": 0.166, "collation_cost": 0.182, "insert_57_vs_80": 0.258}
+
+
+# 2026-11-27 13:46: a clean clone of d054637 (C3's MySQL blocks at thirty rounds)
+COMMITS |= {"BR": "d054637519d13330199d8eed8c59846b1ca3bb45"}
+
+
+def test_a_milder_hour_meets_c2s_3pct_on_both_servers_and_c3s_thirty_rounds_bring_its_overhead_under_a_quarter():
+    # BR: 49% of MariaDB's C2 values fast, 41% of MySQL's. MariaDB's C2 stopped after 15 starts (main
+    # decided, the near-edge two narrower than 6%), ±1.5%; MySQL's main was still open at its first
+    # look (ten starts) and closed after the next block, ±2.5%. BQ vs BR: 16 of 18 verdicts alike,
+    # both differences near an edge, every C2 estimate within 3%. Every claim's overhead under 25%
+    # (C3 22.9% with thirty MySQL rounds, 25.8% in BQ with twenty-four); `make report` 11 m 4 s.
+    tables, fast, main, pair = _against("BQ", "BR")
+    assert fast == pytest.approx({"mariadb": 0.490, "mysql": 0.407}, abs=0.002)
+    assert main == pytest.approx({"mariadb": 0.015, "mysql": 0.025}, abs=0.001)
+    assert (pair["same_verdict"], pair["same_label"], pair["label_differs"], pair["marked"]) == (16, 16, 2, 2)
+    assert pair["c2_over_3pct"] == "-"
+    assert tables["BR"].query("claim == 'C1'")["half_width"].max() == pytest.approx(0.022, abs=0.001)
+    paths = []
+    for _, path, manifest in _made_by(["BR"]):
+        paths.append(path)
+        if manifest["experiment"] == "insert_57_vs_80":
+            rounds = {"mariadb": 12, "mysql": 30}[manifest["default_target"]]
+            assert manifest["design"]["iterations"] == rounds, path.name
+        if manifest["experiment"] != "collation_cost":
+            continue
+        looks = [e for e in store.read_jsonl(path / "events.jsonl") if e["event"] == "sequential"]
+        blocks = {"mariadb": 15, "mysql": 12}[manifest["default_target"]]
+        assert looks[-1]["stop"] and looks[-1]["blocks"] == blocks, looks[-1]
+        if manifest["default_target"] == "mysql":     # `precise` held the main comparison open at ten
+            assert looks[0]["reason"].endswith("open: uca_ai_vs_utf8mb3@mysql)"), looks[0]
+    claims = _claims_overhead(paths)
+    assert claims.set_index("experiment")["overhead_share"].round(3).to_dict() == {
+        "binlog_default": 0.247, "charset_mismatch": 0.160, "collation_cost": 0.166, "insert_57_vs_80": 0.229}
