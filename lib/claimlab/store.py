@@ -35,11 +35,12 @@ import os
 import secrets
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Iterable
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any, Iterable
 
 from .errors import DataError
+
+if TYPE_CHECKING:   # pandas loads on the first read: the command line's refusals need not wait for it
+    import pandas as pd
 
 FORMAT_VERSION = 2
 READABLE_VERSIONS = (1, 2)   # v1: one server start per condition; v2 adds paired designs and probes
@@ -465,6 +466,7 @@ def _repair_torn_tail(path: Path) -> int:
 
 
 def _read_csv(path: Path) -> pd.DataFrame:
+    import pandas as pd
     data = path.read_bytes()
     if data and not data.endswith(b"\n"):
         raise DataError(f"{path}: the last line is torn (a crash mid-write?); "
