@@ -1094,3 +1094,34 @@ def test_a_milder_hour_meets_c2s_3pct_on_both_servers_and_c3s_thirty_rounds_brin
     claims = _claims_overhead(paths)
     assert claims.set_index("experiment")["overhead_share"].round(3).to_dict() == {
         "binlog_default": 0.247, "charset_mismatch": 0.160, "collation_cost": 0.166, "insert_57_vs_80": 0.229}
+
+
+# 2026-11-27 14:19: a clean clone of c799f60 (the command line loads pandas on first read; runs as BR's)
+COMMITS |= {"BS": "c799f60fbc23872f64d4c003c042b71e49ab91eb"}
+
+
+def test_a_third_build_of_the_afternoon_agrees_with_br_within_half_a_percent_on_c2():
+    # BS: 59% of MariaDB's C2 values fast, 48% of MySQL's. MariaDB's C2 stopped after 15 starts as in
+    # BR, main ±0.9%; MySQL's first look found one of its ten starts short of a fast-state scan on a
+    # side (9 counted, under its minimum of 10) and it stopped after 12, main ±1.9%. BR vs BS: 16 of
+    # 18 verdicts alike, the same two comparisons apart as in BQ vs BR (both near an edge), every C2
+    # estimate within 0.5%. Every claim's overhead 15-24%; `make report` 11 m 37 s.
+    tables, fast, main, pair = _against("BR", "BS")
+    assert fast == pytest.approx({"mariadb": 0.590, "mysql": 0.480}, abs=0.002)
+    assert main == pytest.approx({"mariadb": 0.009, "mysql": 0.019}, abs=0.001)
+    assert (pair["same_verdict"], pair["same_label"], pair["label_differs"], pair["marked"]) == (16, 16, 2, 2)
+    assert pair["c2_apart"] == "mariadb 0.4%, mysql 0.5%"
+    assert tables["BS"].query("claim == 'C1'")["half_width"].max() == pytest.approx(0.011, abs=0.001)
+    paths = []
+    for _, path, manifest in _made_by(["BS"]):
+        paths.append(path)
+        if manifest["experiment"] != "collation_cost":
+            continue
+        looks = [e for e in store.read_jsonl(path / "events.jsonl") if e["event"] == "sequential"]
+        blocks = {"mariadb": 15, "mysql": 12}[manifest["default_target"]]
+        assert looks[-1]["stop"] and looks[-1]["blocks"] == blocks, looks[-1]
+        if manifest["default_target"] == "mysql":
+            assert (looks[0]["blocks"], looks[0]["reason"]) == (10, "9 of at least 10 blocks"), looks[0]
+    claims = _claims_overhead(paths)
+    assert claims.set_index("experiment")["overhead_share"].round(3).to_dict() == {
+        "binlog_default": 0.237, "charset_mismatch": 0.153, "collation_cost": 0.162, "insert_57_vs_80": 0.231}
