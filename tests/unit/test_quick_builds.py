@@ -1036,30 +1036,48 @@ def test_as_the_slow_hour_eases_mysqls_c2_stops_at_its_first_look_short_of_3pct(
 COMMITS |= {"BQ": "29d96133877a13bab915d3c5713d24f6b6a7f4ac"}
 
 
+def _read_after(previous: str, build: str, *, fast: dict, main: dict, c1_widest: float, c2_blocks: dict,
+                overhead: dict, c2_apart: str | None = None) -> tuple[list, dict]:
+    """A build read against the one before it, as the builds since BQ are: C2's fast shares and main
+    half-widths (`_c2_reading`), 16 of 18 verdicts alike with both differences marked near an edge,
+    every C2 estimate within 3% (`c2_apart`: the pair's exact distances), C1's widest half-width, the
+    starts each C2 run stopped after with every comparison done, and each claim's overhead. Returns
+    the build's (path, manifest) pairs and each C2 run's sequential looks by target."""
+    tables, got_fast, got_main, pair = _against(previous, build)
+    assert got_fast == pytest.approx(fast, abs=0.002)
+    assert got_main == pytest.approx(main, abs=0.001)
+    assert (pair["same_verdict"], pair["same_label"], pair["label_differs"], pair["marked"]) == (16, 16, 2, 2)
+    assert pair["c2_over_3pct"] == "-"
+    if c2_apart is not None:
+        assert pair["c2_apart"] == c2_apart
+    assert tables[build].query("claim == 'C1'")["half_width"].max() == pytest.approx(c1_widest, abs=0.001)
+    runs, looks = [], {}
+    for _, path, manifest in _made_by([build]):
+        runs.append((path, manifest))
+        if manifest["experiment"] == "collation_cost":
+            target = manifest["default_target"]
+            looks[target] = [e for e in store.read_jsonl(path / "events.jsonl") if e["event"] == "sequential"]
+            last = looks[target][-1]
+            assert last["stop"] and last["blocks"] == c2_blocks[target], last
+            assert last["reason"].startswith("all comparisons done after"), last
+    claims = _claims_overhead([path for path, _ in runs])
+    assert claims.set_index("experiment")["overhead_share"].round(3).to_dict() == overhead
+    return runs, looks
+
+
 def test_a_quiet_hour_at_last_both_c2_runs_stop_early_and_make_report_takes_12_minutes():
     # BQ: 22-25% of MariaDB's C2 values fast, 45-53% of MySQL's, neither named slow. MariaDB's C2
     # stopped after 23 starts (main decided and within 6%, the two near-edge ones narrower than 6%),
     # the first run on this host whose width target saved starts; MySQL's at its first look, main
     # ±1.1%. BP vs BQ: 16 of 18 verdicts alike, both label differences near an edge, every C2
     # estimate within 3%. C3's overhead 25.8%, over its 25% (not met) in a quiet hour.
-    tables, fast, main, pair = _against("BP", "BQ")
-    assert fast == pytest.approx({"mariadb": 0.219, "mysql": 0.446}, abs=0.002)
-    assert main == pytest.approx({"mariadb": 0.019, "mysql": 0.011}, abs=0.001)
-    assert (pair["same_verdict"], pair["same_label"], pair["label_differs"], pair["marked"]) == (16, 16, 2, 2)
-    assert pair["c2_over_3pct"] == "-"
-    assert tables["BQ"].query("claim == 'C1'")["half_width"].max() == pytest.approx(0.017, abs=0.001)
-    paths = []
-    for _, path, manifest in _made_by(["BQ"]):
-        paths.append(path)
-        if manifest["experiment"] != "collation_cost":
-            continue
-        assert manifest["design"]["sequential"]["precise"] == ["uca_ai_vs_utf8mb3"]
-        (look,) = [e for e in store.read_jsonl(path / "events.jsonl") if e["event"] == "sequential" and e["stop"]]
-        blocks = {"mariadb": 23, "mysql": 10}[manifest["default_target"]]
-        assert look["blocks"] == blocks and look["reason"].startswith("all comparisons done after"), look
-    claims = _claims_overhead(paths)
-    assert claims.set_index("experiment")["overhead_share"].round(3).to_dict() == {
-        "binlog_default": 0.244, "charset_mismatch": 0.166, "collation_cost": 0.182, "insert_57_vs_80": 0.258}
+    runs, _ = _read_after("BP", "BQ", fast={"mariadb": 0.219, "mysql": 0.446}, main={"mariadb": 0.019, "mysql": 0.011},
+                          c1_widest=0.017, c2_blocks={"mariadb": 23, "mysql": 10},
+                          overhead={"binlog_default": 0.244, "charset_mismatch": 0.166, "collation_cost": 0.182,
+                                    "insert_57_vs_80": 0.258})
+    for _, manifest in runs:
+        if manifest["experiment"] == "collation_cost":
+            assert manifest["design"]["sequential"]["precise"] == ["uca_ai_vs_utf8mb3"]
 
 
 # 2026-11-27 13:46: a clean clone of d054637 (C3's MySQL blocks at thirty rounds)
@@ -1072,28 +1090,17 @@ def test_a_milder_hour_meets_c2s_3pct_on_both_servers_and_c3s_thirty_rounds_brin
     # look (ten starts) and closed after the next block, ±2.5%. BQ vs BR: 16 of 18 verdicts alike,
     # both differences near an edge, every C2 estimate within 3%. Every claim's overhead under 25%
     # (C3 22.9% with thirty MySQL rounds, 25.8% in BQ with twenty-four); `make report` 11 m 4 s.
-    tables, fast, main, pair = _against("BQ", "BR")
-    assert fast == pytest.approx({"mariadb": 0.490, "mysql": 0.407}, abs=0.002)
-    assert main == pytest.approx({"mariadb": 0.015, "mysql": 0.025}, abs=0.001)
-    assert (pair["same_verdict"], pair["same_label"], pair["label_differs"], pair["marked"]) == (16, 16, 2, 2)
-    assert pair["c2_over_3pct"] == "-"
-    assert tables["BR"].query("claim == 'C1'")["half_width"].max() == pytest.approx(0.022, abs=0.001)
-    paths = []
-    for _, path, manifest in _made_by(["BR"]):
-        paths.append(path)
+    runs, looks = _read_after("BQ", "BR", fast={"mariadb": 0.490, "mysql": 0.407},
+                              main={"mariadb": 0.015, "mysql": 0.025}, c1_widest=0.022,
+                              c2_blocks={"mariadb": 15, "mysql": 12},
+                              overhead={"binlog_default": 0.247, "charset_mismatch": 0.160, "collation_cost": 0.166,
+                                        "insert_57_vs_80": 0.229})
+    for path, manifest in runs:
         if manifest["experiment"] == "insert_57_vs_80":
             rounds = {"mariadb": 12, "mysql": 30}[manifest["default_target"]]
             assert manifest["design"]["iterations"] == rounds, path.name
-        if manifest["experiment"] != "collation_cost":
-            continue
-        looks = [e for e in store.read_jsonl(path / "events.jsonl") if e["event"] == "sequential"]
-        blocks = {"mariadb": 15, "mysql": 12}[manifest["default_target"]]
-        assert looks[-1]["stop"] and looks[-1]["blocks"] == blocks, looks[-1]
-        if manifest["default_target"] == "mysql":     # `precise` held the main comparison open at ten
-            assert looks[0]["reason"].endswith("open: uca_ai_vs_utf8mb3@mysql)"), looks[0]
-    claims = _claims_overhead(paths)
-    assert claims.set_index("experiment")["overhead_share"].round(3).to_dict() == {
-        "binlog_default": 0.247, "charset_mismatch": 0.160, "collation_cost": 0.166, "insert_57_vs_80": 0.229}
+    # `precise` held MySQL's main comparison open at ten starts
+    assert looks["mysql"][0]["reason"].endswith("open: uca_ai_vs_utf8mb3@mysql)"), looks["mysql"][0]
 
 
 # 2026-11-27 14:19: a clean clone of c799f60 (the command line loads pandas on first read; runs as BR's)
@@ -1106,22 +1113,8 @@ def test_a_third_build_of_the_afternoon_agrees_with_br_within_half_a_percent_on_
     # side (9 counted, under its minimum of 10) and it stopped after 12, main ±1.9%. BR vs BS: 16 of
     # 18 verdicts alike, the same two comparisons apart as in BQ vs BR (both near an edge), every C2
     # estimate within 0.5%. Every claim's overhead 15-24%; `make report` 11 m 37 s.
-    tables, fast, main, pair = _against("BR", "BS")
-    assert fast == pytest.approx({"mariadb": 0.590, "mysql": 0.480}, abs=0.002)
-    assert main == pytest.approx({"mariadb": 0.009, "mysql": 0.019}, abs=0.001)
-    assert (pair["same_verdict"], pair["same_label"], pair["label_differs"], pair["marked"]) == (16, 16, 2, 2)
-    assert pair["c2_apart"] == "mariadb 0.4%, mysql 0.5%"
-    assert tables["BS"].query("claim == 'C1'")["half_width"].max() == pytest.approx(0.011, abs=0.001)
-    paths = []
-    for _, path, manifest in _made_by(["BS"]):
-        paths.append(path)
-        if manifest["experiment"] != "collation_cost":
-            continue
-        looks = [e for e in store.read_jsonl(path / "events.jsonl") if e["event"] == "sequential"]
-        blocks = {"mariadb": 15, "mysql": 12}[manifest["default_target"]]
-        assert looks[-1]["stop"] and looks[-1]["blocks"] == blocks, looks[-1]
-        if manifest["default_target"] == "mysql":
-            assert (looks[0]["blocks"], looks[0]["reason"]) == (10, "9 of at least 10 blocks"), looks[0]
-    claims = _claims_overhead(paths)
-    assert claims.set_index("experiment")["overhead_share"].round(3).to_dict() == {
-        "binlog_default": 0.237, "charset_mismatch": 0.153, "collation_cost": 0.162, "insert_57_vs_80": 0.231}
+    _, looks = _read_after("BR", "BS", fast={"mariadb": 0.590, "mysql": 0.480}, main={"mariadb": 0.009, "mysql": 0.019},
+                           c1_widest=0.011, c2_blocks={"mariadb": 15, "mysql": 12}, c2_apart="mariadb 0.4%, mysql 0.5%",
+                           overhead={"binlog_default": 0.237, "charset_mismatch": 0.153, "collation_cost": 0.162,
+                                     "insert_57_vs_80": 0.231})
+    assert (looks["mysql"][0]["blocks"], looks["mysql"][0]["reason"]) == (10, "9 of at least 10 blocks")
