@@ -65,6 +65,10 @@ def by_size(run_dir: Path) -> pd.DataFrame:
     return pd.DataFrame(rows).sort_values(["rows", "comparison"], kind="stable")
 
 
+def _shown(value: float, form: str) -> str:
+    return "—" if pd.isna(value) else form.format(value)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--run", nargs="+", help="stored run ids to analyse (no server)")
@@ -97,9 +101,10 @@ def main(argv=None) -> int:
         table = by_size(run_dir)
         for (target, rows, measured), sub in table.groupby(["target", "rows", "measured_s"], sort=False):
             print(f"{run_dir.name} {target} {rows:,} rows: measured {measured:.1f} s")
-            for r in sub.itertuples(index=False):
-                print(f"   {r.comparison:28s} {r.estimate:.4f} ±{100 * r.half_width:.1f}%  starts {r.starts}  "
-                      f"sd {100 * r.sd_block:.1f}%  fast {r.fast_share:.2f}")
+            for r in sub.itertuples(index=False):   # "—": too few starts counted (two for a half-width)
+                estimate, half = _shown(r.estimate, "{:.4f}"), _shown(100 * r.half_width, "{:.1f}%")
+                print(f"   {r.comparison:28s} {estimate:>6} ±{half}  starts {r.starts}  "
+                      f"sd {_shown(100 * r.sd_block, '{:.1f}%')}  fast {r.fast_share:.2f}")
     return 0
 
 
