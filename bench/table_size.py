@@ -99,8 +99,8 @@ def main(argv=None) -> int:
                                            progress=sys.stderr.isatty()).path)
     for run_dir in dirs:
         table = by_size(run_dir)
-        for (target, rows, measured), sub in table.groupby(["target", "rows", "measured_s"], sort=False):
-            print(f"{run_dir.name} {target} {rows:,} rows: measured {measured:.1f} s")
+        for (target, rows), sub in table.groupby(["target", "rows"], sort=False):
+            print(f"{run_dir.name} {target} {rows:,} rows: measured {sub['measured_s'].iloc[0]:.1f} s")
             for r in sub.itertuples(index=False):   # "—": too few starts counted (two for a half-width)
                 estimate, half = _shown(r.estimate, "{:.4f}"), _shown(100 * r.half_width, "{:.1f}%")
                 print(f"   {r.comparison:28s} {estimate:>6} ±{half}  starts {r.starts}  "
