@@ -18,11 +18,21 @@ import psutil
 from conftest import ROOT, pid_alive
 
 
-def _servers_below(pid: int) -> list[psutil.Process]:
+def _kernel_servers_below(pid: int) -> list[psutil.Process]:
+    """The MariaDB servers below `pid` that are not its own children (the command's preloading
+    starts and stops a server of its own; it may exit between listing and reading its parent)."""
+    servers = []
     try:
-        return [p for p in psutil.Process(pid).children(recursive=True) if p.name() == "mariadbd"]
+        below = psutil.Process(pid).children(recursive=True)
     except psutil.NoSuchProcess:
         return []
+    for p in below:
+        try:
+            if p.name() == "mariadbd" and p.ppid() != pid:
+                servers.append(p)
+        except psutil.NoSuchProcess:
+            continue
+    return servers
 
 
 def test_sigterm_to_a_report_stops_the_servers_of_its_kernels_run(tmp_path, mariadbd):
@@ -39,7 +49,7 @@ def test_sigterm_to_a_report_stops_the_servers_of_its_kernels_run(tmp_path, mari
         while time.monotonic() < deadline and proc.poll() is None:
             # a server of the kernel's run: below the kernel, not the command's own preloading
             run_dirs = list((tmp_path / "raw" / "charset_mismatch").glob("*")) if (tmp_path / "raw").exists() else []
-            servers = [s for s in _servers_below(proc.pid) if s.ppid() != proc.pid]
+            servers = _kernel_servers_below(proc.pid)
             if run_dirs and servers:
                 break
             time.sleep(0.05)
