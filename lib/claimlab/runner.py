@@ -27,6 +27,7 @@ import statistics
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FuturesTimeout
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -222,7 +223,9 @@ def run(exp: Experiment, *, data_root: Path | None = None, work_root: Path | Non
                     current_block = unit.block
                     if should_stop is not None and unit.block >= first_look:
                         ctx.look = _Look(should_stop, store, unit.block * k)
-                outcome.measurements += _run_unit(ctx, unit)
+                if not (ctx.look is not None and ctx.look.answered(look_wait(ctx.start_cost, blocks - unit.block))
+                        and ctx.look.stop()):
+                    outcome.measurements += _run_unit(ctx, unit)
                 if ctx.look is not None and ctx.look.stop():
                     bar.total = bar.n       # decided: the bar ends full, not at the cap's share
                     bar.refresh()
@@ -366,13 +369,24 @@ class _Look:
     """A sequential look (`should_stop(run_path)`), taken in a thread while the next block's
     servers start and warm up, and settled before anything of that block is measured: the
     callback reads results.csv, to which nothing is appended meanwhile. A look reads and
-    analyses the whole run (0.2 s and more), which the block no longer waits for in full."""
+    analyses the whole run (0.1 s and more), which the block no longer waits for in full; the
+    block's start waits a while first (`look_wait`), so a quick "stop" starts nothing unused."""
 
     def __init__(self, should_stop, store: RunStore, blocks_done: int):
         self.store, self.blocks_done = store, blocks_done
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="claimlab-look")
         self._future = self._pool.submit(should_stop, store.path)
         self._stop: bool | None = None
+
+    def answered(self, within: float = 0.0) -> bool:
+        """Whether the answer is in, waiting for it at most `within` seconds."""
+        try:
+            self._future.result(timeout=within)
+        except FuturesTimeout:
+            return False
+        except BaseException:
+            return True     # `stop` raises it
+        return True
 
     def stop(self) -> bool:
         """The answer (waited for once, then recorded): whether the run is decided."""
@@ -389,6 +403,20 @@ class _Look:
     def abandon(self) -> None:
         """The run ends another way (a failure, an interrupt): its answer is no longer needed."""
         self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+def look_wait(start_cost: float | None, looks_left: int) -> float:
+    """How long the next block's start waits for the sequential look taken before it.
+
+    A look that stops the run leaves the block started beside it unmeasured: its copies, start,
+    warm-up and shutdown wasted (about 3 s for C2's two MySQL starts, 0.5 s for a MariaDB start),
+    where a look takes 0.1-0.5 s. Waiting is worth the start's cost at the chance that this look
+    stops the run, taken as even over the looks still to come and the cap (`looks_left`: this one
+    and those after it that precede a block). So a run with few looks left waits for its answer
+    and a long sequential run starts beside it, as it did before. Nothing known yet: no wait."""
+    if not start_cost or looks_left < 1:
+        return 0.0
+    return start_cost / (looks_left + 1)
 
 
 class _Decided(Exception):
@@ -410,6 +438,7 @@ class _Context:
     placer: Placer | None = None                   # a fresh copy of each binary per block (None: off)
     drawn: tuple | None = None                     # (seq, attempt, placements) drawn for a unit ahead
     start_bests: dict = field(default_factory=dict)   # (condition, workload) -> each start's fastest (fast_rounds)
+    start_cost: float | None = None                # the last measured unit's copies, start, prepare and warm-up (s)
 
     def stopping_homes(self) -> set[Path]:
         return {proc.server.home for s in self.stopping for proc in s.procs if hasattr(proc.server, "home")}
@@ -528,6 +557,8 @@ def _run_unit(ctx: _Context, unit: Unit) -> int:
                 verify_settings(proc.server.options, proc.facts, c0.target)
                 proc.meter = accounting.Meter(proc.server)
             phases.lap("start_s")
+            if ctx.look is not None and ctx.look.answered() and ctx.look.stop():
+                raise _Decided    # answered while the servers started: no warm-up for nothing
             for index in range(len(exp.workloads)):
                 stored += _run_workload(ctx, unit, index, procs, attempt, phases, window if index == 0 else None)
             ctx.window = accounting.LoadWindow([proc.server.pid for proc in procs.values()])
@@ -543,6 +574,7 @@ def _run_unit(ctx: _Context, unit: Unit) -> int:
             phases.lap("stop_s")
             store.event("unit_done", seq=unit.seq, cell=unit.cell, repetition=unit.repetition,
                         attempt=attempt, loadavg_after=provenance.loadavg(), phases=phases.rounded())
+            ctx.start_cost = sum(phases.totals[p] for p in ("place_s", "start_s", "prepare_s", "warmup_s"))
             return stored
         except _Decided:
             store.event("unit_not_measured", seq=unit.seq, cell=unit.cell, repetition=unit.repetition,

@@ -302,7 +302,9 @@ def test_a_run_that_reaches_its_cap_records_what_the_cap_left(tmp_path, write_pa
 def test_a_look_runs_beside_the_next_start_and_sees_complete_blocks_only(tmp_path, write_params, mariadbd):
     # The look is taken in a thread while the next block's first server starts; it must see every
     # complete block and nothing of the one starting, and a "stop" must leave that block unmeasured.
-    exp = _sequential(write_params, "{min_blocks: 2, max_blocks: 6, target_rel_width: 0.5}")
+    # With many looks left before the cap the start waits for the answer a twentieth of a start's
+    # cost at most (runner.look_wait), so the 0.3 s look below answers beside the start.
+    exp = _sequential(write_params, "{min_blocks: 2, max_blocks: 20, target_rel_width: 0.5}")
     seen = []
 
     def should_stop(run_path):
@@ -322,6 +324,27 @@ def test_a_look_runs_beside_the_next_start_and_sees_complete_blocks_only(tmp_pat
     assert len(_server_pids(outcome.path)) == 3 * 2 + 1
     assert not any(pid_alive(p) for p in _server_pids(outcome.path))
     assert all("look_s" in e["phases"] for e in events if e["event"] == "unit_done")
+
+
+def test_a_look_that_answers_in_time_stops_the_run_before_the_next_block_starts(tmp_path, write_params, mariadbd):
+    # One look left before the cap: the start waits up to half a start's cost for its answer, and a
+    # quick "stop" starts no server that would go unmeasured (a start took 0.3 s and more here,
+    # so a 0.05 s look is answered within the wait; without the wait it was not, and the servers
+    # started beside it for nothing)
+    exp = _sequential(write_params, "{min_blocks: 2, max_blocks: 3}")
+
+    def should_stop(run_path):
+        time.sleep(0.05)
+        return True, "scripted"
+
+    outcome = runner.run(exp, data_root=tmp_path / "raw", work_root=tmp_path / "work", progress=False,
+                         should_stop=should_stop)
+    assert outcome.status == "complete"
+    events = _events(outcome.path)
+    assert [(e["blocks"], e["stop"]) for e in events if e["event"] == "sequential"] == [(2, True)]
+    assert not [e for e in events if e["event"] == "unit_not_measured"]
+    assert len(_server_pids(outcome.path)) == 2 * 2
+    _assert_one_row_per_measurement(read_results(outcome.path), 2 * 2 * 2)
 
 
 def test_two_runs_at_once_do_not_collide(tmp_path, write_params, mariadbd):
