@@ -1146,3 +1146,30 @@ def test_on_the_epyc_host_c2_is_all_fast_and_a_look_that_stops_wastes_mysqls_nex
     claims = _claims_overhead(list(runs.values())).set_index("experiment")["overhead_share"].round(3).to_dict()
     assert claims == {"binlog_default": 0.205, "charset_mismatch": 0.156, "collation_cost": 0.267,
                       "insert_57_vs_80": 0.185}
+
+
+# 2026-11-27 16:18: a clean clone of 351df20 (runner.look_wait), the same EPYC host
+COMMITS |= {"BU": "351df204fe83b2a97e30f24c3625274572e20c82"}
+
+
+def test_a_second_epyc_build_agrees_with_bt_on_every_verdict_and_its_mysql_c2_starts_nothing_unused():
+    # BU: 98-100% of C2's values fast. MariaDB's C2 stopped after 13 starts (main ±1.4%), MySQL's at
+    # its first look (±0.3%), which answered before the next block's servers started: no block
+    # unmeasured, and C2's overhead 24.3% against BT's 26.7%. `make report` 7 m 55 s (its tables
+    # already loaded by BT's). BT vs BU: 18 of 18 verdicts and labels alike, every C2 estimate within
+    # 2.3%.
+    tables, fast, main, pair = _against("BT", "BU")
+    assert fast == pytest.approx({"mariadb": 0.982, "mysql": 0.995}, abs=0.002)
+    assert main == pytest.approx({"mariadb": 0.014, "mysql": 0.003}, abs=0.001)
+    assert (pair["same_verdict"], pair["same_label"], pair["c2_apart"]) == (18, 18, "mariadb 2.3%, mysql 0.3%")
+    assert tables["BU"].query("claim == 'C1'")["half_width"].max() == pytest.approx(0.022, abs=0.001)
+    runs = {}
+    for _, path, manifest in _made_by(["BU"]):
+        runs[manifest["experiment"], manifest["default_target"]] = path
+    events = store.read_jsonl(runs["collation_cost", "mysql"] / "events.jsonl")
+    assert [(e["blocks"], e["stop"]) for e in events if e["event"] == "sequential"] == [(10, True)]
+    assert not [e for e in events if e["event"] == "unit_not_measured"]
+    assert len(store.read_jsonl(runs["collation_cost", "mysql"] / "servers.jsonl")) == 10
+    claims = _claims_overhead(list(runs.values())).set_index("experiment")["overhead_share"].round(3).to_dict()
+    assert claims == {"binlog_default": 0.201, "charset_mismatch": 0.152, "collation_cost": 0.243,
+                      "insert_57_vs_80": 0.175}
