@@ -1125,27 +1125,36 @@ def test_a_third_build_of_the_afternoon_agrees_with_br_within_half_a_percent_on_
 COMMITS |= {"BT": "e46bbca6041213bef19af2549c113f6502689d99"}
 
 
+def _epyc_build(previous: str, build: str, *, fast: dict, main: dict, c1_widest: float,
+                overhead: dict) -> tuple[pd.Series, list]:
+    """An EPYC build read against the one before it: its C2 reading (`_c2_reading`), C1's widest
+    half-width and each claim's overhead; returns the pair's `bench/precision.py --builds` row and
+    the events of MySQL's C2 run, whose look stopped it after ten starts."""
+    tables, got_fast, got_main, pair = _against(previous, build)
+    assert got_fast == pytest.approx(fast, abs=0.002)
+    assert got_main == pytest.approx(main, abs=0.001)
+    assert tables[build].query("claim == 'C1'")["half_width"].max() == pytest.approx(c1_widest, abs=0.001)
+    runs = {(manifest["experiment"], manifest["default_target"]): path for _, path, manifest in _made_by([build])}
+    claims = _claims_overhead(list(runs.values())).set_index("experiment")["overhead_share"].round(3).to_dict()
+    assert claims == overhead
+    events = store.read_jsonl(runs["collation_cost", "mysql"] / "events.jsonl")
+    assert [(e["blocks"], e["stop"]) for e in events if e["event"] == "sequential"] == [(10, True)]
+    return pair, events
+
+
 def test_on_the_epyc_host_c2_is_all_fast_and_a_look_that_stops_wastes_mysqls_next_block():
     # BT: 99% of both servers' C2 values fast. MariaDB's C2 stopped after 16 starts, main ±1.6%; MySQL's
     # at its first look, main ±0.5%, but the look ran beside the next block, whose two servers
     # started, warmed up and shut down unmeasured: about 3 s of C2's 27% overhead, over its 25%
-    # (runner.look_wait since). `make report` 8 m 58 s. Against BS (Intel): 17 of 18 verdicts alike;
+    # (runner.look_wait since). `make report` 8 m 57 s. Against BS (Intel): 17 of 18 verdicts alike;
     # MySQL's main comparison 9.8% apart: C2's ratios belong to the processor.
-    tables, fast, main, pair = _against("BS", "BT")
-    assert fast == pytest.approx({"mariadb": 0.991, "mysql": 0.990}, abs=0.002)
-    assert main == pytest.approx({"mariadb": 0.016, "mysql": 0.005}, abs=0.001)
+    pair, events = _epyc_build("BS", "BT", fast={"mariadb": 0.991, "mysql": 0.990},
+                               main={"mariadb": 0.016, "mysql": 0.005}, c1_widest=0.027,
+                               overhead={"binlog_default": 0.205, "charset_mismatch": 0.156,
+                                         "collation_cost": 0.267, "insert_57_vs_80": 0.185})
     assert (pair["same_verdict"], pair["same_label"], pair["c2_over_3pct"]) == (17, 16, "uca_ai_vs_utf8mb3 mysql 9.8%")
-    assert tables["BT"].query("claim == 'C1'")["half_width"].max() == pytest.approx(0.027, abs=0.001)
-    runs = {}
-    for _, path, manifest in _made_by(["BT"]):
-        runs[manifest["experiment"], manifest["default_target"]] = path
-    events = store.read_jsonl(runs["collation_cost", "mysql"] / "events.jsonl")
-    assert [(e["blocks"], e["stop"]) for e in events if e["event"] == "sequential"] == [(10, True)]
     (unused,) = [e for e in events if e["event"] == "unit_not_measured"]
     assert unused["repetition"] == 10
-    claims = _claims_overhead(list(runs.values())).set_index("experiment")["overhead_share"].round(3).to_dict()
-    assert claims == {"binlog_default": 0.205, "charset_mismatch": 0.156, "collation_cost": 0.267,
-                      "insert_57_vs_80": 0.185}
 
 
 # 2026-11-27 16:18: a clean clone of 351df20 (runner.look_wait), the same EPYC host
@@ -1158,18 +1167,10 @@ def test_a_second_epyc_build_agrees_with_bt_on_every_verdict_and_its_mysql_c2_st
     # unmeasured, and C2's overhead 24.3% against BT's 26.7%. `make report` 7 m 55 s (its tables
     # already loaded by BT's). BT vs BU: 18 of 18 verdicts and labels alike, every C2 estimate within
     # 2.3%.
-    tables, fast, main, pair = _against("BT", "BU")
-    assert fast == pytest.approx({"mariadb": 0.982, "mysql": 0.995}, abs=0.002)
-    assert main == pytest.approx({"mariadb": 0.014, "mysql": 0.003}, abs=0.001)
+    pair, events = _epyc_build("BT", "BU", fast={"mariadb": 0.982, "mysql": 0.995},
+                               main={"mariadb": 0.014, "mysql": 0.003}, c1_widest=0.022,
+                               overhead={"binlog_default": 0.201, "charset_mismatch": 0.152,
+                                         "collation_cost": 0.243, "insert_57_vs_80": 0.175})
     assert (pair["same_verdict"], pair["same_label"], pair["c2_apart"]) == (18, 18, "mariadb 2.3%, mysql 0.3%")
-    assert tables["BU"].query("claim == 'C1'")["half_width"].max() == pytest.approx(0.022, abs=0.001)
-    runs = {}
-    for _, path, manifest in _made_by(["BU"]):
-        runs[manifest["experiment"], manifest["default_target"]] = path
-    events = store.read_jsonl(runs["collation_cost", "mysql"] / "events.jsonl")
-    assert [(e["blocks"], e["stop"]) for e in events if e["event"] == "sequential"] == [(10, True)]
     assert not [e for e in events if e["event"] == "unit_not_measured"]
-    assert len(store.read_jsonl(runs["collation_cost", "mysql"] / "servers.jsonl")) == 10
-    claims = _claims_overhead(list(runs.values())).set_index("experiment")["overhead_share"].round(3).to_dict()
-    assert claims == {"binlog_default": 0.201, "charset_mismatch": 0.152, "collation_cost": 0.243,
-                      "insert_57_vs_80": 0.175}
+    assert len([e for e in events if e["event"] == "stopped"]) == 5    # five blocks of two starts, no sixth
