@@ -1174,3 +1174,15 @@ def test_a_second_epyc_build_agrees_with_bt_on_every_verdict_and_its_mysql_c2_st
     assert (pair["same_verdict"], pair["same_label"], pair["c2_apart"]) == (18, 18, "mariadb 2.3%, mysql 0.3%")
     assert not [e for e in events if e["event"] == "unit_not_measured"]
     assert len([e for e in events if e["event"] == "stopped"]) == 5    # five blocks of two starts, no sixth
+
+
+def test_on_one_processor_a_day_and_a_half_apart_every_verdict_agrees():
+    # AJ-AN (2026-11-26 06:34-09:19) and BT-BU (11-27 15:53-16:18), all on AMD family 26 model 2:
+    # 21 pairs, every verdict and label alike; C2's estimates within 3% but MySQL's unicode/general
+    # against AK, whose ten starts were all in that scan's slow state
+    pairs = bench_module("precision").builds_agreement(_tables(["AJ", "AK", "AL", "AM", "AN", "BT", "BU"]))
+    assert len(pairs) == 21
+    assert (pairs["same_verdict"] == 18).all() and (pairs["same_label"] == 18).all()
+    over = pairs.set_index("builds")["c2_over_3pct"]
+    assert set(over[over != "-"].index) == {f"AK vs {b}" for b in ("AL", "AM", "AN", "BT", "BU")} | {"AJ vs AK"}
+    assert all(text.startswith("unicode_vs_general mysql") for text in over[over != "-"])
