@@ -63,7 +63,8 @@ def table(run_dirs: list[Path]) -> pd.DataFrame:
         rule = StopRule.of_manifest(manifest)
         result = stats.analyze(read_results(run_dir), claim, stop_rule=rule)
         for row in result.itertuples(index=False):
-            rows.append({"run_id": manifest["run_id"], "profile": manifest["profile"], "claim": claim.id,
+            rows.append({"run_id": manifest["run_id"], "processor": processor(manifest),
+                         "profile": manifest["profile"], "claim": claim.id,
                          "comparison": row.comparison, "target": row.target, "estimate": row.estimate,
                          "ci_low": row.ci_low, "ci_high": row.ci_high, "confidence": row.confidence,
                          "half_width": half_width(row.ci_low, row.ci_high),
@@ -76,6 +77,20 @@ def table(run_dirs: list[Path]) -> pd.DataFrame:
                          "sd_unit": row.sd_unit, "n_blocks": row.n_blocks, "stop_rule": rule,
                          "family_size": row.family_size, "rerun_chance": row.rerun_chance})
     return pd.DataFrame(rows)
+
+
+def processor(manifest: dict) -> str:
+    """The processor a run measured on, as its provenance names it ("AuthenticAMD 26/2"): C2's
+    ratios differ between processors (MySQL's main comparison 1.44 on AMD family 26, 1.55-1.71 on
+    Intel family 6 model 207), so builds on two are not two runs of one measurement."""
+    host = manifest.get("provenance", {}).get("host", {})
+    cpu = host.get("cpu") or {}
+    if cpu.get("vendor") and cpu.get("family") and cpu.get("model"):
+        return f"{cpu['vendor']} {cpu['family']}/{cpu['model']}"
+    return f"{host.get('cpu_model') or 'a processor'} ({UNRECORDED})"
+
+
+UNRECORDED = "model not recorded"   # runs before 2026-11-25 22:00 name only "AMD EPYC", on two hosts
 
 
 def agreement(first: pd.DataFrame, second: pd.DataFrame) -> pd.DataFrame:
@@ -108,8 +123,17 @@ def builds_agreement(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
                      "marked": int(differ["near_edge"].sum()),
                      "c2_apart": ", ".join(f"{t} {x:.1%}" for t, x in zip(main["target"], main["apart"])),
                      "c2_over_3pct": ", ".join(f"{c} {t} {x:.1%}" for c, t, x in
-                                               zip(over["comparison"], over["target"], over["apart"])) or "-"})
+                                               zip(over["comparison"], over["target"], over["apart"])) or "-",
+                     "processors": _processors(first, second)})
     return pd.DataFrame(rows)
+
+
+def _processors(first: pd.DataFrame, second: pd.DataFrame) -> str:
+    """'same', 'not recorded' (either build's runs name no model), or both builds' processors."""
+    a, b = (", ".join(sorted(set(t["processor"]))) for t in (first, second))
+    if UNRECORDED in a or UNRECORDED in b:
+        return "not recorded"
+    return "same" if a == b else f"{a} / {b}"
 
 
 def _pooled(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
@@ -197,6 +221,10 @@ def print_builds(tables: dict[str, pd.DataFrame]) -> None:
     print(f"all {len(pairs)} pairs: same verdict {total['same_verdict']} of {total['compared']}, "
           f"same label {total['same_label']}; label differs {total['label_differs']}, "
           f"{total['marked']} of them marked near an edge in either build")
+    across = int((~pairs["processors"].isin(["same", "not recorded"])).sum())
+    if across:
+        print(f"{across} of the pairs were measured on different processors: their C2 ratios differ by "
+              "the processor, not only by the run")
     labels = pd.concat([t.assign(build=name) for name, t in tables.items()])
     labels = labels[labels["target"].astype(bool)]
     labels["shown"] = [narrative.shown_label(row) for _, row in labels.iterrows()]

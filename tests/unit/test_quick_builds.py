@@ -1153,6 +1153,7 @@ def test_on_the_epyc_host_c2_is_all_fast_and_a_look_that_stops_wastes_mysqls_nex
                                overhead={"binlog_default": 0.205, "charset_mismatch": 0.156,
                                          "collation_cost": 0.267, "insert_57_vs_80": 0.185})
     assert (pair["same_verdict"], pair["same_label"], pair["c2_over_3pct"]) == (17, 16, "uca_ai_vs_utf8mb3 mysql 9.8%")
+    assert pair["processors"] == "GenuineIntel 6/207 / AuthenticAMD 26/2"
     (unused,) = [e for e in events if e["event"] == "unit_not_measured"]
     assert unused["repetition"] == 10
 
@@ -1181,8 +1182,17 @@ def test_on_one_processor_a_day_and_a_half_apart_every_verdict_agrees():
     # 21 pairs, every verdict and label alike; C2's estimates within 3% but MySQL's unicode/general
     # against AK, whose ten starts were all in that scan's slow state
     pairs = bench_module("precision").builds_agreement(_tables(["AJ", "AK", "AL", "AM", "AN", "BT", "BU"]))
-    assert len(pairs) == 21
+    assert len(pairs) == 21 and (pairs["processors"] == "same").all()
     assert (pairs["same_verdict"] == 18).all() and (pairs["same_label"] == 18).all()
     over = pairs.set_index("builds")["c2_over_3pct"]
     assert set(over[over != "-"].index) == {f"AK vs {b}" for b in ("AL", "AM", "AN", "BT", "BU")} | {"AJ vs AK"}
     assert all(text.startswith("unicode_vs_general mysql") for text in over[over != "-"])
+
+
+def test_a_run_names_its_processor_where_its_provenance_does():
+    processor = bench_module("precision").processor
+    cpu = {"vendor": "AuthenticAMD", "family": "26", "model": "2", "stepping": "1"}
+    assert processor({"provenance": {"host": {"cpu": cpu, "cpu_model": "AMD EPYC"}}}) == "AuthenticAMD 26/2"
+    # runs before the model was recorded: "AMD EPYC" named two hosts whose C2 ratios differ
+    assert processor({"provenance": {"host": {"cpu_model": "AMD EPYC"}}}) == "AMD EPYC (model not recorded)"
+    assert processor({}) == "a processor (model not recorded)"
