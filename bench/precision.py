@@ -79,6 +79,9 @@ def table(run_dirs: list[Path]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+UNRECORDED = "model not recorded"   # runs before 2026-11-25 19:30 name only "AMD EPYC", on two hosts
+
+
 def processor(manifest: dict) -> str:
     """The processor a run measured on, as its provenance names it ("AuthenticAMD 26/2"): C2's
     ratios differ between processors (MySQL's main comparison 1.44 on AMD family 26, 1.55-1.71 on
@@ -88,9 +91,6 @@ def processor(manifest: dict) -> str:
     if cpu.get("vendor") and cpu.get("family") and cpu.get("model"):
         return f"{cpu['vendor']} {cpu['family']}/{cpu['model']}"
     return f"{host.get('cpu_model') or 'a processor'} ({UNRECORDED})"
-
-
-UNRECORDED = "model not recorded"   # runs before 2026-11-25 22:00 name only "AMD EPYC", on two hosts
 
 
 def agreement(first: pd.DataFrame, second: pd.DataFrame) -> pd.DataFrame:
