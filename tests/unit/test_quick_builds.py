@@ -1196,3 +1196,25 @@ def test_a_run_names_its_processor_where_its_provenance_does():
     # runs before the model was recorded: "AMD EPYC" named two hosts whose C2 ratios differ
     assert processor({"provenance": {"host": {"cpu_model": "AMD EPYC"}}}) == "AMD EPYC (model not recorded)"
     assert processor({}) == "a processor (model not recorded)"
+
+
+# 2026-11-27 16:36: a clean clone of d618802 (its measuring code is BU's), the same EPYC host
+COMMITS |= {"BV": "d6188024065bed85adbbbd0f6026191965e2f7c9"}
+
+
+def test_a_third_epyc_build_agrees_but_mysqls_data_directory_copies_put_c2_over_a_quarter():
+    # BV: 98-100% of C2's values fast. MariaDB's C2 stopped at its first look (12 starts, main ±0.5%),
+    # MySQL's at its first (±0.4%), before the next block started. BU vs BV: 18 of 18 verdicts, 17
+    # labels (C4's size on MySQL, 2.74-2.80 against the published 2.85, near an edge), C2 within
+    # 0.5%. C2's overhead 26.3%: MySQL's first two blocks spent 2.0-2.6 s starting, copying the
+    # cached 835 MB data directory into four slots, 496 MB of it spare redo files of zeros (left
+    # out of the copies since, datacache._SPARE_REDO).
+    pair, events = _epyc_build("BU", "BV", fast={"mariadb": 0.997, "mysql": 0.980},
+                               main={"mariadb": 0.005, "mysql": 0.004}, c1_widest=0.014,
+                               overhead={"binlog_default": 0.206, "charset_mismatch": 0.143,
+                                         "collation_cost": 0.263, "insert_57_vs_80": 0.181})
+    assert (pair["same_verdict"], pair["same_label"], pair["marked"], pair["c2_apart"]) == (
+        18, 17, 1, "mariadb 0.5%, mysql 0.4%")
+    assert not [e for e in events if e["event"] == "unit_not_measured"]
+    starts = [e["phases"]["start_s"] for e in events if e["event"] == "unit_done"]
+    assert min(starts[:2]) > 2.0 > max(starts[2:])
