@@ -1237,3 +1237,30 @@ def test_without_the_spare_redo_files_mysqls_first_blocks_start_as_quickly_as_th
     assert (pair["same_verdict"], pair["same_label"], pair["c2_apart"]) == (18, 18, "mariadb 0.4%, mysql 0.0%")
     starts = [e["phases"]["start_s"] for e in events if e["event"] == "unit_done"]
     assert max(starts) < 1.2
+
+
+# 2026-11-27 17:29: a clean clone of 0d27cd3 (BW's measuring code)
+COMMITS |= {"BX": "0d27cd3ae12217c0e7b65e9b67190a33652eae12"}
+
+
+def test_in_an_hour_of_slower_mysql_starts_c2s_overhead_is_over_a_quarter_again():
+    # BX: 99% of C2's values fast, the scans as quick as in BW, but MySQL's starts slower: 0.8-3.3 s
+    # a block of C2 (0.7-1.2 in BW), 1.1-2.1 s a start of C1 (0.6-0.8), warm-ups up to 2.3 s. C2's
+    # overhead 28.2% (MySQL's run 30.6%), C1's 17.5%. A single MySQL start timed at 17:40 took 0.54 s
+    # again. BW vs BX: 18 of 18 verdicts, 17 labels (C4's size on MySQL, near an edge), C2 within
+    # 0.7%. `make report` 8 m 24 s.
+    pair, events = _epyc_build("BW", "BX", fast={"mariadb": 0.987, "mysql": 0.990},
+                               main={"mariadb": 0.014, "mysql": 0.005}, c1_widest=0.017,
+                               overhead={"binlog_default": 0.207, "charset_mismatch": 0.175,
+                                         "collation_cost": 0.282, "insert_57_vs_80": 0.177})
+    assert (pair["same_verdict"], pair["same_label"], pair["c2_apart"]) == (18, 17, "mariadb 0.7%, mysql 0.1%")
+    starts = [e["phases"]["start_s"] for e in events if e["event"] == "unit_done"]
+    assert min(starts) > 0.8 and max(starts) > 3.0
+
+
+def test_five_epyc_builds_in_an_hour_and_a_half_agree_on_every_verdict():
+    # BT-BX (15:53-17:29): ten pairs, 180 of 180 verdicts alike, 174 labels; the six label differences
+    # are all C4's size on MySQL (2.74-2.80 against the published 2.85), marked near an edge
+    pairs = bench_module("precision").builds_agreement(_tables(["BT", "BU", "BV", "BW", "BX"]))
+    assert (pairs["same_verdict"].sum(), pairs["same_label"].sum(), pairs["marked"].sum()) == (180, 174, 6)
+    assert (pairs["c2_over_3pct"] == "-").all()
