@@ -1126,11 +1126,13 @@ COMMITS |= {"BT": "e46bbca6041213bef19af2549c113f6502689d99"}
 
 
 def _epyc_build(previous: str, build: str, *, fast: dict, main: dict, c1_widest: float,
-                overhead: dict) -> tuple[pd.Series, list]:
+                overhead: dict, pair_reads: dict) -> tuple[list, list]:
     """An EPYC build read against the one before it: its C2 reading (`_c2_reading`), C1's widest
-    half-width and each claim's overhead; returns the pair's `bench/precision.py --builds` row and
-    the events of MySQL's C2 run, whose look stopped it after ten starts."""
+    half-width, each claim's overhead and what the pair's `bench/precision.py --builds` row reads
+    (`pair_reads`, by column); returns the events of MySQL's C2 run, whose look stopped it after
+    ten starts, and the start time of each of its blocks."""
     tables, got_fast, got_main, pair = _against(previous, build)
+    assert {column: pair[column] for column in pair_reads} == pair_reads
     assert got_fast == pytest.approx(fast, abs=0.002)
     assert got_main == pytest.approx(main, abs=0.001)
     assert tables[build].query("claim == 'C1'")["half_width"].max() == pytest.approx(c1_widest, abs=0.001)
@@ -1139,7 +1141,7 @@ def _epyc_build(previous: str, build: str, *, fast: dict, main: dict, c1_widest:
     assert claims == overhead
     events = store.read_jsonl(runs["collation_cost", "mysql"] / "events.jsonl")
     assert [(e["blocks"], e["stop"]) for e in events if e["event"] == "sequential"] == [(10, True)]
-    return pair, events
+    return events, [e["phases"]["start_s"] for e in events if e["event"] == "unit_done"]
 
 
 def test_on_the_epyc_host_c2_is_all_fast_and_a_look_that_stops_wastes_mysqls_next_block():
@@ -1148,12 +1150,13 @@ def test_on_the_epyc_host_c2_is_all_fast_and_a_look_that_stops_wastes_mysqls_nex
     # started, warmed up and shut down unmeasured: about 3 s of C2's 27% overhead, over its 25%
     # (runner.look_wait since). `make report` 8 m 57 s. Against BS (Intel): 17 of 18 verdicts alike;
     # MySQL's main comparison 9.8% apart: C2's ratios belong to the processor.
-    pair, events = _epyc_build("BS", "BT", fast={"mariadb": 0.991, "mysql": 0.990},
+    events, starts = _epyc_build("BS", "BT", fast={"mariadb": 0.991, "mysql": 0.990},
                                main={"mariadb": 0.016, "mysql": 0.005}, c1_widest=0.027,
                                overhead={"binlog_default": 0.205, "charset_mismatch": 0.156,
-                                         "collation_cost": 0.267, "insert_57_vs_80": 0.185})
-    assert (pair["same_verdict"], pair["same_label"], pair["c2_over_3pct"]) == (17, 16, "uca_ai_vs_utf8mb3 mysql 9.8%")
-    assert pair["processors"] == "GenuineIntel 6/207 / AuthenticAMD 26/2"
+                                         "collation_cost": 0.267, "insert_57_vs_80": 0.185},
+                               pair_reads={"same_verdict": 17, "same_label": 16,
+                                           "c2_over_3pct": "uca_ai_vs_utf8mb3 mysql 9.8%",
+                                           "processors": "GenuineIntel 6/207 / AuthenticAMD 26/2"})
     (unused,) = [e for e in events if e["event"] == "unit_not_measured"]
     assert unused["repetition"] == 10
 
@@ -1168,11 +1171,12 @@ def test_a_second_epyc_build_agrees_with_bt_on_every_verdict_and_its_mysql_c2_st
     # unmeasured, and C2's overhead 24.3% against BT's 26.7%. `make report` 7 m 55 s (its tables
     # already loaded by BT's). BT vs BU: 18 of 18 verdicts and labels alike, every C2 estimate within
     # 2.3%.
-    pair, events = _epyc_build("BT", "BU", fast={"mariadb": 0.982, "mysql": 0.995},
+    events, starts = _epyc_build("BT", "BU", fast={"mariadb": 0.982, "mysql": 0.995},
                                main={"mariadb": 0.014, "mysql": 0.003}, c1_widest=0.022,
                                overhead={"binlog_default": 0.201, "charset_mismatch": 0.152,
-                                         "collation_cost": 0.243, "insert_57_vs_80": 0.175})
-    assert (pair["same_verdict"], pair["same_label"], pair["c2_apart"]) == (18, 18, "mariadb 2.3%, mysql 0.3%")
+                                         "collation_cost": 0.243, "insert_57_vs_80": 0.175},
+                               pair_reads={"same_verdict": 18, "same_label": 18,
+                                           "c2_apart": "mariadb 2.3%, mysql 0.3%"})
     assert not [e for e in events if e["event"] == "unit_not_measured"]
     assert len([e for e in events if e["event"] == "stopped"]) == 5    # five blocks of two starts, no sixth
 
@@ -1209,14 +1213,13 @@ def test_a_third_epyc_build_agrees_but_mysqls_data_directory_copies_put_c2_over_
     # 0.5%. C2's overhead 26.3%: MySQL's first two blocks spent 2.0-2.6 s starting, copying the
     # cached 835 MB data directory into four slots, 496 MB of it spare redo files of zeros (left
     # out of the copies since, datacache._SPARE_REDO).
-    pair, events = _epyc_build("BU", "BV", fast={"mariadb": 0.997, "mysql": 0.980},
+    events, starts = _epyc_build("BU", "BV", fast={"mariadb": 0.997, "mysql": 0.980},
                                main={"mariadb": 0.005, "mysql": 0.004}, c1_widest=0.014,
                                overhead={"binlog_default": 0.206, "charset_mismatch": 0.143,
-                                         "collation_cost": 0.263, "insert_57_vs_80": 0.181})
-    assert (pair["same_verdict"], pair["same_label"], pair["marked"], pair["c2_apart"]) == (
-        18, 17, 1, "mariadb 0.5%, mysql 0.4%")
+                                         "collation_cost": 0.263, "insert_57_vs_80": 0.181},
+                               pair_reads={"same_verdict": 18, "same_label": 17, "marked": 1,
+                                           "c2_apart": "mariadb 0.5%, mysql 0.4%"})
     assert not [e for e in events if e["event"] == "unit_not_measured"]
-    starts = [e["phases"]["start_s"] for e in events if e["event"] == "unit_done"]
     assert min(starts[:2]) > 2.0 > max(starts[2:])
 
 
@@ -1230,12 +1233,12 @@ def test_without_the_spare_redo_files_mysqls_first_blocks_start_as_quickly_as_th
     # first two blocks started in 1.13-1.15 s, copying the cached directory without the spares
     # (2.0-2.6 s in BV), and C2's overhead read 24.0%; C3's MySQL run 15.0% (18.0% in BV). BV vs
     # BW: 18 of 18 verdicts and labels alike, C2 within 0.4%. `make report` 7 m 58 s.
-    pair, events = _epyc_build("BV", "BW", fast={"mariadb": 0.918, "mysql": 0.990},
+    events, starts = _epyc_build("BV", "BW", fast={"mariadb": 0.918, "mysql": 0.990},
                                main={"mariadb": 0.011, "mysql": 0.008}, c1_widest=0.018,
                                overhead={"binlog_default": 0.198, "charset_mismatch": 0.145,
-                                         "collation_cost": 0.240, "insert_57_vs_80": 0.161})
-    assert (pair["same_verdict"], pair["same_label"], pair["c2_apart"]) == (18, 18, "mariadb 0.4%, mysql 0.0%")
-    starts = [e["phases"]["start_s"] for e in events if e["event"] == "unit_done"]
+                                         "collation_cost": 0.240, "insert_57_vs_80": 0.161},
+                               pair_reads={"same_verdict": 18, "same_label": 18,
+                                           "c2_apart": "mariadb 0.4%, mysql 0.0%"})
     assert max(starts) < 1.2
 
 
@@ -1249,12 +1252,12 @@ def test_in_an_hour_of_slower_mysql_starts_c2s_overhead_is_over_a_quarter_again(
     # overhead 28.2% (MySQL's run 30.6%), C1's 17.5%. A single MySQL start timed at 17:40 took 0.54 s
     # again. BW vs BX: 18 of 18 verdicts, 17 labels (C4's size on MySQL, near an edge), C2 within
     # 0.7%. `make report` 8 m 24 s.
-    pair, events = _epyc_build("BW", "BX", fast={"mariadb": 0.987, "mysql": 0.990},
+    events, starts = _epyc_build("BW", "BX", fast={"mariadb": 0.987, "mysql": 0.990},
                                main={"mariadb": 0.014, "mysql": 0.005}, c1_widest=0.017,
                                overhead={"binlog_default": 0.207, "charset_mismatch": 0.175,
-                                         "collation_cost": 0.282, "insert_57_vs_80": 0.177})
-    assert (pair["same_verdict"], pair["same_label"], pair["c2_apart"]) == (18, 17, "mariadb 0.7%, mysql 0.1%")
-    starts = [e["phases"]["start_s"] for e in events if e["event"] == "unit_done"]
+                                         "collation_cost": 0.282, "insert_57_vs_80": 0.177},
+                               pair_reads={"same_verdict": 18, "same_label": 17,
+                                           "c2_apart": "mariadb 0.7%, mysql 0.1%"})
     assert min(starts) > 0.8 and max(starts) > 3.0
 
 
