@@ -1267,3 +1267,24 @@ def test_five_epyc_builds_in_an_hour_and_a_half_agree_on_every_verdict():
     pairs = bench_module("precision").builds_agreement(_tables(["BT", "BU", "BV", "BW", "BX"]))
     assert (pairs["same_verdict"].sum(), pairs["same_label"].sum(), pairs["marked"].sum()) == (180, 174, 6)
     assert (pairs["c2_over_3pct"] == "-").all()
+
+
+# 2026-11-27 17:50: a clean clone of 79a93ef (BW's measuring code)
+COMMITS |= {"BY": "79a93ef39f5e919977a200cd09953154e610c366"}
+
+
+def test_twenty_minutes_after_bx_mysql_starts_quickly_again_and_c2s_overhead_is_under_a_quarter():
+    # BY: 99-100% of C2's values fast; MariaDB's C2 ran 18 starts (main ±0.7%), MySQL's stopped at its
+    # first look (±0.5%), its blocks starting in 1.0-1.5 s (0.8-3.3 in BX). C2's overhead 24.4%.
+    # BX vs BY: 18 of 18 verdicts and labels, C2 within 0.1%. `make report` 8 m 13 s.
+    events, starts = _epyc_build("BX", "BY", fast={"mariadb": 0.998, "mysql": 0.990},
+                                 main={"mariadb": 0.007, "mysql": 0.005}, c1_widest=0.012,
+                                 overhead={"binlog_default": 0.194, "charset_mismatch": 0.142,
+                                           "collation_cost": 0.244, "insert_57_vs_80": 0.166},
+                                 pair_reads={"same_verdict": 18, "same_label": 18,
+                                             "c2_apart": "mariadb 0.1%, mysql 0.1%"})
+    assert 0.9 < min(starts) and max(starts) < 1.6
+    # all six EPYC builds of the evening: 15 pairs, every verdict alike
+    pairs = bench_module("precision").builds_agreement(_tables(["BT", "BU", "BV", "BW", "BX", "BY"]))
+    assert (pairs["same_verdict"].sum(), pairs["same_label"].sum()) == (270, 262)
+    assert (pairs["c2_over_3pct"] == "-").all()
