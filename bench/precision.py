@@ -32,6 +32,7 @@ import pandas as pd
 from claimlab import narrative, params, runner, stats
 from claimlab.claims import load_claims
 from claimlab.errors import ClaimlabError
+from claimlab.provenance import cpu_label
 from claimlab.stopping import StopRule
 from claimlab.store import find_run, read_manifest, read_results
 
@@ -63,7 +64,7 @@ def table(run_dirs: list[Path]) -> pd.DataFrame:
         rule = StopRule.of_manifest(manifest)
         result = stats.analyze(read_results(run_dir), claim, stop_rule=rule)
         for row in result.itertuples(index=False):
-            rows.append({"run_id": manifest["run_id"], "processor": processor(manifest),
+            rows.append({"run_id": manifest["run_id"], "processor": cpu_label(manifest["provenance"]["host"]),
                          "profile": manifest["profile"], "claim": claim.id,
                          "comparison": row.comparison, "target": row.target, "estimate": row.estimate,
                          "ci_low": row.ci_low, "ci_high": row.ci_high, "confidence": row.confidence,
@@ -77,20 +78,6 @@ def table(run_dirs: list[Path]) -> pd.DataFrame:
                          "sd_unit": row.sd_unit, "n_blocks": row.n_blocks, "stop_rule": rule,
                          "family_size": row.family_size, "rerun_chance": row.rerun_chance})
     return pd.DataFrame(rows)
-
-
-UNRECORDED = "model not recorded"   # runs before 2026-11-25 19:30 name only "AMD EPYC", on two hosts
-
-
-def processor(manifest: dict) -> str:
-    """The processor a run measured on, as its provenance names it ("AuthenticAMD 26/2"): C2's
-    ratios differ between processors (MySQL's main comparison 1.44 on AMD family 26, 1.55-1.71 on
-    Intel family 6 model 207), so builds on two are not two runs of one measurement."""
-    host = manifest.get("provenance", {}).get("host", {})
-    cpu = host.get("cpu") or {}
-    if cpu.get("vendor") and cpu.get("family") and cpu.get("model"):
-        return f"{cpu['vendor']} {cpu['family']}/{cpu['model']}"
-    return f"{host.get('cpu_model') or 'a processor'} ({UNRECORDED})"
 
 
 def agreement(first: pd.DataFrame, second: pd.DataFrame) -> pd.DataFrame:
@@ -129,9 +116,12 @@ def builds_agreement(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
 
 
 def _processors(first: pd.DataFrame, second: pd.DataFrame) -> str:
-    """'same', 'not recorded' (either build's runs name no model), or both builds' processors."""
+    """'same', 'not recorded' (either build's runs name no family: "AMD EPYC" named two hosts whose
+    C2 ratios differ), or both builds' processors (`provenance.cpu_label`). C2's ratios belong to
+    the processor (MySQL's main comparison 1.44 on AMD family 26, 1.55-1.71 on Intel family 6
+    model 207), so builds on two are not two runs of one measurement."""
     a, b = (", ".join(sorted(set(t["processor"]))) for t in (first, second))
-    if UNRECORDED in a or UNRECORDED in b:
+    if "not recorded" in a or "not recorded" in b:
         return "not recorded"
     return "same" if a == b else f"{a} / {b}"
 

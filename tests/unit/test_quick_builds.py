@@ -1156,7 +1156,9 @@ def test_on_the_epyc_host_c2_is_all_fast_and_a_look_that_stops_wastes_mysqls_nex
                                          "collation_cost": 0.267, "insert_57_vs_80": 0.185},
                                pair_reads={"same_verdict": 17, "same_label": 16,
                                            "c2_over_3pct": "uca_ai_vs_utf8mb3 mysql 9.8%",
-                                           "processors": "GenuineIntel 6/207 / AuthenticAMD 26/2"})
+                                           "processors": "Intel(R) Xeon(R) Processor (GenuineIntel family 6 model 207 "
+                                                         "stepping 2) / AMD EPYC (AuthenticAMD family 26 model 2 "
+                                                         "stepping 1)"})
     (unused,) = [e for e in events if e["event"] == "unit_not_measured"]
     assert unused["repetition"] == 10
 
@@ -1193,13 +1195,18 @@ def test_on_one_processor_a_day_and_a_half_apart_every_verdict_agrees():
     assert all(text.startswith("unicode_vs_general mysql") for text in over[over != "-"])
 
 
-def test_a_run_names_its_processor_where_its_provenance_does():
-    processor = bench_module("precision").processor
-    cpu = {"vendor": "AuthenticAMD", "family": "26", "model": "2", "stepping": "1"}
-    assert processor({"provenance": {"host": {"cpu": cpu, "cpu_model": "AMD EPYC"}}}) == "AuthenticAMD 26/2"
-    # runs before the model was recorded: "AMD EPYC" named two hosts whose C2 ratios differ
-    assert processor({"provenance": {"host": {"cpu_model": "AMD EPYC"}}}) == "AMD EPYC (model not recorded)"
-    assert processor({}) == "a processor (model not recorded)"
+def test_a_pair_of_builds_names_its_processors_where_their_provenance_does():
+    processors = bench_module("precision")._processors
+    epyc = "AMD EPYC (AuthenticAMD family 26 model 2 stepping 1)"
+    xeon = "Intel(R) Xeon(R) Processor (GenuineIntel family 6 model 207 stepping 2)"
+
+    def build(*labels):
+        return pd.DataFrame({"processor": list(labels)})
+
+    assert processors(build(epyc, epyc), build(epyc)) == "same"
+    assert processors(build(xeon), build(epyc)) == f"{xeon} / {epyc}"
+    # runs before the family was recorded: "AMD EPYC" named two hosts whose C2 ratios differ
+    assert processors(build("AMD EPYC (family not recorded)"), build(epyc)) == "not recorded"
 
 
 # 2026-11-27 16:36: a clean clone of d618802 (its measuring code is BU's), the same EPYC host
