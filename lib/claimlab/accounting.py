@@ -85,8 +85,16 @@ _TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def _read(path: str) -> bytes:
-    with open(path, "rb") as fh:
-        return fh.read()
+    """A /proc file, unbuffered: a Python file object costs a third more per read, and the meter
+    reads one per server thread and user process around every measurement."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        chunks = [os.read(fd, 8192)]
+        while chunks[-1]:
+            chunks.append(os.read(fd, 8192))
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 def _field(text: bytes, name: bytes) -> int:

@@ -367,6 +367,10 @@ def _design_text(d: dict) -> str:
     if fast:
         per_start += (f", more (up to {fast['max_iterations']}) while a condition has fewer than "
                       f"{fast['count']} fast-state {fast['metric']} values")
+    timed = d.get("timed_rounds")
+    if timed:
+        per_start += (f", more (up to {timed['max_iterations']}) until a start has measured "
+                      f"{timed['seconds']:g} s")
     within = d.get("within_factors") or []
     alternate = f"; {', '.join(within)} alternating within each start" if within else ""
     k = d.get("starts_per_block") or 1

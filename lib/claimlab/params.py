@@ -37,7 +37,7 @@ from . import workloads as wl
 from .errors import ConfigError
 from .schema import LevelName, Model, Name, Text, cap, check_name, fail, read_yaml, show, validate
 from .servers import KINDS, ServerOptions, TargetSpec
-from .stopping import FastRounds, StopRule
+from .stopping import FastRounds, StopRule, TimedRounds
 from .store import RESERVED_COLUMNS
 
 PROFILES = ("smoke", "quick", "full")
@@ -73,6 +73,7 @@ class Design:
     starts_per_block: int = 1     # servers of each cell per block, started together (own code layouts)
     place_binary: bool = True     # each block's servers run a fresh copy of their binary (servers.placement)
     fast_rounds: FastRounds | None = None   # rounds added to a start short of fast-state values
+    timed_rounds: TimedRounds | None = None   # rounds added to a start that measured little time
 
 
 @dataclass(frozen=True)
@@ -327,6 +328,12 @@ class FastRoundsIn(_RuleIn):
     max_iterations: Annotated[int, Field(ge=1, le=1000)] = FastRounds.max_iterations
 
 
+class TimedRoundsIn(_RuleIn):
+    rule: ClassVar[type] = TimedRounds
+    seconds: Annotated[float, Field(gt=0, le=3600)]
+    max_iterations: Annotated[int, Field(ge=2, le=1000)] = TimedRounds.max_iterations
+
+
 def _off_is_none(value: Any) -> Any:
     return None if value is False else value
 
@@ -347,9 +354,10 @@ class DesignIn(Model):
     starts_per_block: Annotated[int, Field(ge=1, le=4)] | None = None
     place_binary: bool | None = None
     fast_rounds: Annotated[FastRoundsIn | None, BeforeValidator(_off_is_none)] = None
+    timed_rounds: Annotated[TimedRoundsIn | None, BeforeValidator(_off_is_none)] = None
 
     def applied(self, base: Design, targets: dict, source: str, where: str) -> Design:
-        rules = ("sequential", "fast_rounds")
+        rules = ("sequential", "fast_rounds", "timed_rounds")
         values = {k: v for k, v in self.model_dump(exclude_unset=True).items() if k not in rules}
         for name in rules:
             if name in self.model_fields_set:
@@ -367,11 +375,12 @@ class DesignIn(Model):
                     raise ConfigError(source, f"{where}.sequential.{name}",
                                       f"{getattr(rule, name)} server starts do not fill blocks of {k} "
                                       f"(starts_per_block); use a multiple of {k}")
-        rounds = design.fast_rounds
-        if rounds is not None and rounds.max_iterations <= design.iterations:
-            raise ConfigError(source, f"{where}.fast_rounds.max_iterations",
-                              f"{rounds.max_iterations} adds no round to {design.iterations} iterations; "
-                              "set it above `iterations`, or fast_rounds off")
+        for name in ("fast_rounds", "timed_rounds"):
+            rounds = getattr(design, name)
+            if rounds is not None and rounds.max_iterations <= design.iterations:
+                raise ConfigError(source, f"{where}.{name}.max_iterations",
+                                  f"{rounds.max_iterations} adds no round to {design.iterations} iterations; "
+                                  f"set it above `iterations`, or {name} off")
         if design.repetitions % k:
             raise ConfigError(source, f"{where}.repetitions",
                               f"{design.repetitions} server starts do not fill blocks of {k} "

@@ -226,6 +226,7 @@ def run(exp: Experiment, *, data_root: Path | None = None, work_root: Path | Non
                 if not (ctx.look is not None and ctx.look.answered(look_wait(ctx.start_cost, blocks - unit.block))
                         and ctx.look.stop()):
                     outcome.measurements += _run_unit(ctx, unit)
+                    store.sync()
                 if ctx.look is not None and ctx.look.stop():
                     bar.total = bar.n       # decided: the bar ends full, not at the cap's share
                     bar.refresh()
@@ -351,6 +352,7 @@ def _design_dict(exp: Experiment) -> dict:
                                        "place_binary")}
     out["sequential"] = None if d.sequential is None else vars(d.sequential)
     out["fast_rounds"] = None if d.fast_rounds is None else vars(d.fast_rounds)
+    out["timed_rounds"] = None if d.timed_rounds is None else vars(d.timed_rounds)
     out["within_factors"] = list(within_factors(exp))
     return out
 
@@ -728,13 +730,13 @@ def _run_workload(ctx: _Context, unit: Unit, index: int, procs: dict, attempt: i
             store.event("contention", seq=unit.seq, cell=unit.cell, other_cpu_cores=round(cpu, 2),
                         other_disk_bytes_s=round(disk))
         phases.lap("quiet_s")
-        probing = 0.0
+        probing = measured_s = 0.0   # measured_s: the stamps' time, over every start (timed_rounds)
         last = None     # (server, probe time) of the probe that closed the previous measurement
-        rule = design.fast_rounds
+        rule, timed = design.fast_rounds, design.timed_rounds
         values: dict[tuple[int, str], list[float]] = {}   # (start, condition) -> rule.metric's values
 
         def measure(rnd: int, order: list) -> None:
-            nonlocal probing, last, stored
+            nonlocal probing, measured_s, last, stored
             for conds, call in calls(order) if order else ():
                 r0, c0 = conds[0]
                 proc = procs[c0.cell, r0]
@@ -747,8 +749,9 @@ def _run_workload(ctx: _Context, unit: Unit, index: int, procs: dict, attempt: i
                     probing += before
                 # the stamps bracket the measured work alone: the meter's snapshots are overhead
                 proc.meter.start()
-                start_ts = now()
+                start_ts, began = now(), time.perf_counter()
                 measured = call()
+                measured_s += time.perf_counter() - began
                 end_ts = now()
                 costs = proc.meter.stop()
                 after = proc.probe.time()
@@ -779,19 +782,28 @@ def _run_workload(ctx: _Context, unit: Unit, index: int, procs: dict, attempt: i
         def levels() -> dict:   # the run's fast level of each condition, this unit's rounds so far included
             return rule.levels(values, _earlier(ctx.start_bests, pairs))
 
-        if rule is not None and len(todo) == full:   # a unit resumed halfway is not extended
+        if (rule or timed) is not None and len(todo) == full:   # a unit resumed halfway is not extended
             rnd = design.iterations
-            while rule.another(rnd, values, levels()):
+            added = {"fast_rounds": 0, "timed_rounds": 0}
+            while True:
+                if rule is not None and rule.another(rnd, values, levels()):
+                    added["fast_rounds"] += 1
+                elif timed is not None and timed.another(rnd, measured_s / unit.starts):
+                    added["timed_rounds"] += 1
+                else:
+                    break
                 order = round_order(unit, rnd, design.seed)
                 if ctx.bar is not None:
                     ctx.bar.total += len(order)
                     ctx.bar.refresh()
                 measure(rnd, order)
                 rnd += 1
-            if rnd > design.iterations:
+            if added["fast_rounds"]:
                 store.event("fast_rounds", seq=unit.seq, workload=exp.workloads[index].name,
-                            added=rnd - design.iterations,
-                            still_short=rule.short(values, levels()))
+                            added=added["fast_rounds"], still_short=rule.short(values, levels()))
+            if added["timed_rounds"]:
+                store.event("timed_rounds", seq=unit.seq, workload=exp.workloads[index].name,
+                            added=added["timed_rounds"], measured_s=round(measured_s / unit.starts, 3))
         if rule is not None:
             for (_, cid), seen in values.items():
                 ctx.start_bests.setdefault((cid, pairs[cid][1].name), []).append(rule.best(seen))

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from claimlab.claims import Comparison, Condition
-from claimlab.stopping import FAST_BAND, FAST_GATE, FastRounds
+from claimlab.stopping import FAST_BAND, FAST_GATE, FastRounds, TimedRounds
 
 
 @dataclass(frozen=True)
@@ -128,9 +128,26 @@ class Draw:
                 taken = np.where((fast >= rule.count).all(-1), end, taken)
             used[:, :, block] = taken
             bests.append(np.take_along_axis(running, taken[..., None, None] - 1, axis=-1)[..., 0])
+        return self._first(used, rounds), used
+
+    def until_timed(self, rule: TimedRounds, iterations: int, value_s: float) -> tuple[Draw, np.ndarray]:
+        """The experiment as the runner measures it under `design.timed_rounds`: each block keeps
+        its first `iterations` rounds, then one more while the time of its rounds (each value of
+        every condition, a value of 1 lasting `value_s` seconds) is under `rule.seconds`, as
+        `TimedRounds.another` decides. Returns as `until_fast` does."""
+        if not self.paired or self.logs.shape[-1] < rule.max_iterations:
+            raise ValueError("until_timed needs a paired draw of at least max_iterations rounds")
+        rounds = rule.max_iterations
+        measured = np.cumsum(np.exp(self.logs[..., :rounds]).sum(-2) * value_s, axis=-1)
+        reached = (measured >= rule.seconds) & (np.arange(rounds) >= iterations - 1)
+        used = np.where(reached.any(-1), reached.argmax(-1) + 1, rounds)
+        return self._first(used, rounds), used
+
+    def _first(self, used: np.ndarray, rounds: int) -> Draw:
+        """The draw cut to its first `rounds` rounds, each block's rounds past `used` set to NaN."""
         mask = np.arange(rounds) < used[..., None, None]
-        return Draw(np.where(mask, logs, np.nan), self.slow[..., :rounds], self.position[..., :rounds],
-                    self.paired), used
+        return Draw(np.where(mask, self.logs[..., :rounds], np.nan), self.slow[..., :rounds],
+                    self.position[..., :rounds], self.paired)
 
 
 def draw(rng: np.random.Generator, multipliers, *, n_sims: int = 1, n_runs: int = 1,

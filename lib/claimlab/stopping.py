@@ -165,8 +165,30 @@ class FastRounds:
         `short` (the runner asks this after its `iterations` rounds; bench/fast_rounds.py replays it)."""
         return rounds < self.max_iterations and self.short(values, levels)
 
-    def describe(self) -> str:
-        return (f"rounds added to a start while a condition has fewer than {self.count} "
-                f"{self.metric} values in the fast state (within {FAST_BAND:.0%} of the start's "
-                f"fastest, itself within {FAST_BAND:.0%} of the run's fast level), "
-                f"at most {self.max_iterations} rounds")
+
+@dataclass(frozen=True)
+class TimedRounds:
+    """More rounds for a server start whose rounds measured less than `seconds`: where its work
+    is quick, a start's fixed cost (the binary's copy, the start, the warm-up round) is spread over
+    more measurements, and where it is slow, nothing is added.
+
+    Why: MySQL's C2 run pays 4.5-6.5 s per block of two starts before it measures anything. On
+    the AMD host of 2026-11-27 its ten rounds of scans took 5.1 s a start and that cost was a
+    quarter of its wall time (bench/overhead.py), while on the Intel host of 2026-11-26 the same
+    ten rounds took 12-17 s, and more rounds there would only lengthen `make report`. The rule
+    reads the time of whole rounds of every condition, never a value of one condition against
+    another, so it favours no side (the simulated A/A rate and coverage: tests/unit/test_simulation.py).
+    """
+
+    seconds: float
+    max_iterations: int = 20
+
+    def __post_init__(self) -> None:
+        if not self.seconds > 0:
+            raise ValueError("seconds: the measured time a server start should reach, above 0")
+        if self.max_iterations < 2:
+            raise ValueError("max_iterations: at least 2 (a cap of one round adds none)")
+
+    def another(self, rounds: int, measured_s: float) -> bool:
+        """Whether a start that measured `measured_s` seconds in `rounds` whole rounds gets one more."""
+        return rounds < self.max_iterations and measured_s < self.seconds

@@ -89,9 +89,11 @@ def now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds")
 
 
-def _append(path: Path, text: str) -> None:
+def _append(path: Path, text: str, *, sync: bool = True) -> None:
     """Append whole lines or nothing: on a short or failed write (disk full, read-only, quota) the
-    file is cut back to where it was, so it stays valid and the measurement counts as not done."""
+    file is cut back to where it was, so it stays valid and the measurement counts as not done.
+    `sync=False` leaves the flush to disk to `RunStore.sync`: a written line already outlives
+    the process (killed or crashed), only not the machine."""
     data = text.encode()
     try:
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
@@ -103,7 +105,8 @@ def _append(path: Path, text: str) -> None:
             written = os.write(fd, data)
             if written != len(data):
                 raise OSError(errno.ENOSPC, f"short write ({written} of {len(data)} bytes)")
-            os.fsync(fd)
+            if sync:
+                os.fsync(fd)
         except OSError as exc:
             try:
                 os.ftruncate(fd, start)
@@ -337,7 +340,10 @@ class RunStore:
         self.write_manifest(self.manifest().with_(**changes))
 
     def append(self, record: MeasurementRecord) -> None:
-        """All metrics of one measurement in one write: a measurement is stored whole or not at all."""
+        """All metrics of one measurement in one write: a measurement is stored whole or not at all.
+        Not flushed to disk one by one (`sync`): an fsync between two measurements cost 0.66 ms
+        in C2's MariaDB run (1% of its wall time), and a machine that dies loses at most the
+        unit being measured, which `--resume` measures again."""
         rows = record.rows()
         missing = [c for c in self.columns if c not in rows[0]]
         unknown = [c for c in rows[0] if c not in self.columns]
@@ -346,8 +352,22 @@ class RunStore:
                             f"(missing {missing}, unknown {unknown})")
         if record.intervals:
             _append(self.path / "intervals.csv",
-                    _csv_lines([r[c] for c in INTERVAL_COLUMNS] for r in record.interval_rows()))
-        _append(self.path / "results.csv", _csv_lines([r[c] for c in self.columns] for r in rows))
+                    _csv_lines([r[c] for c in INTERVAL_COLUMNS] for r in record.interval_rows()), sync=False)
+        _append(self.path / "results.csv", _csv_lines([r[c] for c in self.columns] for r in rows), sync=False)
+
+    def sync(self) -> None:
+        """Flush the measurements appended so far to disk (the runner calls it after each unit)."""
+        for name in ("results.csv", "intervals.csv"):
+            try:
+                fd = os.open(self.path / name, os.O_RDONLY)
+            except FileNotFoundError:
+                continue
+            try:
+                os.fsync(fd)
+            except OSError as exc:
+                raise DataError(f"{self.path / name}: cannot flush to disk: {exc.strerror}") from None
+            finally:
+                os.close(fd)
 
     def record_server(self, record: dict, variables: dict[str, str]) -> str:
         text = json.dumps(variables, indent=0, sort_keys=True)
@@ -391,6 +411,7 @@ class RunStore:
         return out
 
     def finish(self, status: str, **extra) -> None:
+        self.sync()
         self.update_manifest(status=status, finished_at=now(), checksums=checksums(self.path), **extra)
 
 

@@ -1,6 +1,7 @@
 """`design.fast_rounds` on a real server: a start short of fast-state values gets whole rounds
 more, never past the cap; the run records what was added; a metric the workload lacks is a
-one-line WorkloadError that keeps what was measured."""
+one-line WorkloadError that keeps what was measured. `design.timed_rounds` likewise for a start
+that measured less than its seconds."""
 
 import pandas as pd
 import pytest
@@ -49,3 +50,34 @@ def test_a_metric_the_workload_lacks_is_a_one_line_error_and_the_rows_stay(tmp_p
     assert read_manifest(run_dir)["status"] == "failed"
     kept = read_results(run_dir)
     assert isinstance(kept, pd.DataFrame) and len(kept.query("metric == 'elapsed_s'")) == 1
+
+
+# scans of milliseconds: a start's time then clearly exceeds the cost around its measurements
+TIMED = C2_TWO_COLLATIONS.replace("rows: 500", "rows: 50000") + """design:
+  repetitions: 2
+  warmup: 0
+  iterations: 2
+  starts_per_block: 2
+  timed_rounds: {{seconds: {seconds:f}, max_iterations: 5}}
+"""
+
+
+@pytest.mark.parametrize("seconds, rounds", [(1000, 5), (1e-6, 2)], ids=["never reached", "reached at once"])
+def test_a_start_that_measured_less_than_its_seconds_gets_whole_rounds_up_to_the_cap(
+        tmp_path, write_params, mariadbd, seconds, rounds):
+    exp = params.load(write_params(TIMED.format(kind="mariadb", seconds=seconds), name="collation_cost"))
+    outcome = runner.run(exp, data_root=tmp_path / "raw", work_root=tmp_path / "work", progress=False)
+    assert outcome.status == "complete"
+    elapsed = read_results(outcome.path).query("metric == 'elapsed_s'")
+    per_round = elapsed.groupby("iteration")[["repetition", "condition"]].nunique()
+    assert list(per_round.index) == list(range(rounds)) and (per_round == [2, 2]).all().all(), per_round
+    added = [e for e in read_jsonl(outcome.path / "events.jsonl") if e["event"] == "timed_rounds"]
+    if rounds == 2:
+        assert added == []
+    else:
+        [event] = added
+        assert event["added"] == 3
+        # a start's own time, the stamps around its work: at least its scans', and not both starts'
+        per_start = elapsed.groupby("repetition")["value"].sum()
+        assert per_start.max() <= event["measured_s"] < per_start.sum(), (event, per_start)
+    assert read_manifest(outcome.path)["design"]["timed_rounds"] == {"seconds": seconds, "max_iterations": 5}

@@ -173,6 +173,8 @@ def test_design_text_says_how_conditions_met_the_machine():
                                                               "count": 3, "max_iterations": 20}})
     assert ("9 measured rounds per start, more (up to 20) while a condition has fewer than 3 "
             "fast-state elapsed_s values") in extended
+    timed = narrative._design_text(base | {"timed_rounds": {"seconds": 8.0, "max_iterations": 16}})
+    assert "9 measured rounds per start, more (up to 16) until a start has measured 8 s" in timed
     # a sequential run states its rule's range of starts, not the unused `repetitions`
     rule = {"min_blocks": 10, "max_blocks": 14, "target_rel_width": 0.06}
     sequential = narrative._design_text(base | {"starts_per_block": 2, "sequential": rule})

@@ -128,6 +128,18 @@ BAD = {
                                                     "fastest: biggest}}"), "design.fast_rounds.fastest"),
     "fast rounds count over the cap": (MINIMAL.replace("warmup: 0}", "warmup: 0, fast_rounds: {metric: qps, "
                                                        "count: 30}}"), "design.fast_rounds.count"),
+    "timed rounds that add none": (MINIMAL.replace("iterations: 1, warmup: 0}", "iterations: 3, warmup: 0, "
+                                                   "timed_rounds: {seconds: 5, max_iterations: 3}}"),
+                                   "design.timed_rounds.max_iterations: 3 adds no round to 3 iterations"),
+    "timed rounds capped at one round": (MINIMAL.replace("warmup: 0}", "warmup: 0, timed_rounds: {seconds: 5, "
+                                                         "max_iterations: 1}}"),
+                                         "design.timed_rounds.max_iterations"),
+    "timed rounds without seconds": (MINIMAL.replace("warmup: 0}", "warmup: 0, timed_rounds: {max_iterations: 9}}"),
+                                     "design.timed_rounds.seconds"),
+    "timed rounds of no time": (MINIMAL.replace("warmup: 0}", "warmup: 0, timed_rounds: {seconds: 0}}"),
+                                "design.timed_rounds.seconds"),
+    "timed rounds unknown key": (MINIMAL.replace("warmup: 0}", "warmup: 0, timed_rounds: {second: 5}}"),
+                                 "design.timed_rounds.second"),
     "fast rounds unknown key": (MINIMAL.replace("warmup: 0}", "warmup: 0, fast_rounds: {metric: qps, cont: 3}}"),
                                 "design.fast_rounds.cont"),
     # numbers without bounds used to pass validate and fail (or exhaust memory) mid-run

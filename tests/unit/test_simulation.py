@@ -15,7 +15,7 @@ import pytest
 from claimlab import stats
 from claimlab.claims import Comparison, Condition
 from claimlab.simulation import Noise, SlowState, draw, simulate_comparison, simulate_results
-from claimlab.stopping import FastRounds
+from claimlab.stopping import FastRounds, TimedRounds
 
 N = 4000
 OFF, ON = Condition.of({"binlog": "off"}), Condition.of({"binlog": "on"})
@@ -226,6 +226,51 @@ def test_the_simulated_rule_decides_as_the_runner_does():
             for (_, c), found in seen.items():
                 earlier.setdefault(c, []).append(rule.best(found))
     assert used.min() == 3 and used.max() > 3
+
+
+# C2's MySQL design on the AMD host of 2026-11-27, two conditions for its four: rounds of 0.52 s a
+# start in the fast state, ten at least, more until eight seconds, at most sixteen; a start in the
+# slow state stops at ten.
+UNTIL_TIMED = TimedRounds(seconds=8.0, max_iterations=16)
+
+
+def _until_timed(seed, ratio, slow):
+    sim, used = draw(np.random.default_rng(seed), [1.0, ratio], n_sims=N, slow=slow,
+                     **C2_MYSQL).until_timed(UNTIL_TIMED, 10, 0.25)
+    return stats.log_ratio(sim.block_log_ratios(statistic="near_min")), used
+
+
+@pytest.mark.parametrize("slow", [SlowState(), MOSTLY_SLOW], ids=["quarter slow", "mostly slow"])
+def test_rounds_added_until_a_starts_seconds_keep_coverage_and_the_a_a_rate(slow):
+    """The rule reads the time of whole rounds of every condition: a start in the slow state
+    measures fewer rounds, but both sides of its comparison alike."""
+    estimate, used = _until_timed(31, 1.1, slow)
+    low, high = estimate.interval(0.05)
+    coverage = np.mean((low <= 1.1) & (1.1 <= high))
+    false_positive = np.mean(_until_timed(32, 1.0, slow)[0].p_value() < 0.05)
+    assert 0.93 <= coverage <= 0.97, f"coverage {coverage:.4f}"
+    assert 0.03 <= false_positive <= 0.07, f"A/A rejections {false_positive:.4f}"
+    # the rule was at work: measured, 44% (mostly slow) and 89% (a quarter) of the starts got
+    # rounds added, 10.6 and 12.8 rounds a start on average
+    assert used.min() == 10 and used.max() > 13 and 0.4 < np.mean(used > 10), np.bincount(used.ravel())
+
+
+def test_the_simulated_timed_rule_decides_as_the_runner_does():
+    """until_timed vectorizes TimedRounds.another: replayed round by round on the same values,
+    every block stops after the same round."""
+    rule = TimedRounds(seconds=2.7, max_iterations=8)
+    sim = draw(np.random.default_rng(33), [1.0, 1.2, 1.4], n_sims=3, n_blocks=6, n_rounds=8, paired=True,
+               slow=LONG_SLOW, noise=STARTS_APART)
+    _, used = sim.until_timed(rule, 4, 0.1)
+    values = np.exp(sim.logs) * 0.1
+    for s in range(3):
+        for block in range(6):
+            rounds, measured = 0, 0.0
+            while rounds < 4 or rule.another(rounds, measured):
+                measured += float(values[s, 0, block, :, rounds].sum())
+                rounds += 1
+            assert used[s, 0, block] == rounds, (s, block)
+    assert used.min() == 4 and used.max() == 8 and len(np.unique(used)) > 2, used
 
 
 def test_the_runners_fast_state_is_the_statistics_one():
