@@ -782,7 +782,7 @@ def _run_workload(ctx: _Context, unit: Unit, index: int, procs: dict, attempt: i
         def levels() -> dict:   # the run's fast level of each condition, this unit's rounds so far included
             return rule.levels(values, _earlier(ctx.start_bests, pairs))
 
-        if (rule or timed) is not None and len(todo) == full:   # a unit resumed halfway is not extended
+        if (rule is not None or timed is not None) and len(todo) == full:   # a unit resumed halfway is not extended
             rnd = design.iterations
             added = {"fast_rounds": 0, "timed_rounds": 0}
             while True:
