@@ -1354,3 +1354,21 @@ def test_fourteen_rounds_a_mysql_start_keep_c2s_overhead_under_a_quarter_and_eve
     pairs = bench_module("precision").builds_agreement(_tables(epyc))
     assert len(pairs) == 78 and (pairs["same_verdict"].sum(), pairs["same_label"].sum()) == (1404, 1382)
     assert (pairs["processors"] == "same").all()
+
+
+# 2026-11-27 19:19: a clean clone of f92df3f (CA's measuring code)
+COMMITS |= {"CB": "f92df3f07230a941e5248c773dee21234a183dad"}
+
+
+def test_a_second_build_of_fourteen_rounds_reads_as_ca_did():
+    # CB: MySQL's C2 starts measured 14 rounds (7.1-7.2 s), its look stopped it at ten starts
+    # (main ±0.5%), MariaDB's after 12 (±0.6%). C2's overhead 20.7%, every claim 14.1-20.7%;
+    # `make report` 8 m 17 s. CA vs CB: 18 of 18 verdicts and labels, C2 within 0.4%.
+    events, _ = _epyc_build("CA", "CB", fast={"mariadb": 0.99, "mysql": 0.97},
+                            main={"mariadb": 0.006, "mysql": 0.005}, c1_widest=0.013,
+                            overhead={"binlog_default": 0.189, "charset_mismatch": 0.141,
+                                      "collation_cost": 0.207, "insert_57_vs_80": 0.156},
+                            pair_reads={"same_verdict": 18, "same_label": 18,
+                                        "c2_apart": "mariadb 0.4%, mysql 0.0%"})
+    added = [(e["added"], e["measured_s"]) for e in events if e["event"] == "timed_rounds"]
+    assert [a for a, _ in added] == [4] * 5 and all(7 <= m < 7.3 for _, m in added)
