@@ -1372,3 +1372,22 @@ def test_a_second_build_of_fourteen_rounds_reads_as_ca_did():
                                         "c2_apart": "mariadb 0.4%, mysql 0.0%"})
     added = [(e["added"], e["measured_s"]) for e in events if e["event"] == "timed_rounds"]
     assert [a for a, _ in added] == [4] * 5 and all(7 <= m < 7.3 for _, m in added)
+
+
+# 2026-11-27 19:29: a clean clone of 52e6ab6 (CA's measuring code)
+COMMITS |= {"CC": "52e6ab6be3272c66c566add6d6af8541e0934d58"}
+
+
+def test_a_third_build_of_fourteen_rounds_and_every_build_on_this_processor_agrees():
+    # CC: MySQL's C2 stopped at ten starts (main ±1.1%), MariaDB's after 14 (±1.4%); C2's overhead
+    # 20.3%, every claim 14.1-20.3%. `make report` 9 m 5 s: C3's MariaDB run needed ten blocks
+    # (seven in CA and CB), its defaults/v57_values comparison near its edge (1.012).
+    # CB vs CC: 18 of 18 verdicts and labels, C2 within 0.6%.
+    _epyc_build("CB", "CC", fast={"mariadb": 0.985, "mysql": 1.0},
+                main={"mariadb": 0.014, "mysql": 0.011}, c1_widest=0.024,
+                overhead={"binlog_default": 0.188, "charset_mismatch": 0.141,
+                          "collation_cost": 0.203, "insert_57_vs_80": 0.153},
+                pair_reads={"same_verdict": 18, "same_label": 18, "c2_apart": "mariadb 0.6%, mysql 0.6%"})
+    epyc = ["AJ", "AK", "AL", "AM", "AN", "BT", "BU", "BV", "BW", "BX", "BY", "BZ", "CA", "CB", "CC"]
+    pairs = bench_module("precision").builds_agreement(_tables(epyc))
+    assert len(pairs) == 105 and (pairs["same_verdict"].sum(), pairs["same_label"].sum()) == (1890, 1864)
