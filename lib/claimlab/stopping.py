@@ -1,6 +1,6 @@
 """A design's stopping rules, one record each, read by the params (validated at load), the runner
 and the statistics: when to stop adding blocks (`StopRule`, sequential), and when to stop adding
-rounds to a server start (`FastRounds`).
+rounds to a server start (`FastRounds`, by its fast-state values; `TimedRounds`, by its time).
 
 The methods that apply the sequential rule live in `stats.sequential` (`should_stop`,
 `stop_callback`, `sequential_alpha`, `sequential_look`); the fast state itself (`FAST_BAND`,
