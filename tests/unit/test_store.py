@@ -178,3 +178,26 @@ def test_unwritable_results_file_is_a_clear_error(store):
     (store.path / "results.csv").mkdir()   # cannot be opened for writing, even by root
     with pytest.raises(DataError, match="results.csv: cannot open for writing"):
         store.append(_row(store))
+
+
+def test_measurements_reach_the_disk_once_per_sync_not_one_by_one(store, monkeypatch):
+    """An fsync per measurement cost 0.66 ms between two 47 ms scans: `append` writes, `sync` (after
+    each unit) and `finish` flush the measurement files."""
+    import os as os_module
+    synced = []
+    real_fsync = os_module.fsync
+
+    def counted(fd):
+        synced.append(os_module.readlink(f"/proc/self/fd/{fd}").rsplit("/", 1)[1])
+        real_fsync(fd)
+
+    monkeypatch.setattr(os_module, "fsync", counted)
+    for i in range(3):
+        store.append(_row(store, iteration=i))
+    assert synced == []
+    store.sync()
+    assert sorted(synced) == ["intervals.csv", "results.csv"]
+    synced.clear()
+    store.finish("complete")
+    assert {"intervals.csv", "results.csv"} <= set(synced)
+    assert len(read_results(store.path)) == 3
