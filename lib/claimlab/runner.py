@@ -27,7 +27,7 @@ import statistics
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FuturesTimeout
+from concurrent.futures import wait as futures_wait
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -381,14 +381,9 @@ class _Look:
         self._stop: bool | None = None
 
     def answered(self, within: float = 0.0) -> bool:
-        """Whether the answer is in, waiting for it at most `within` seconds."""
-        try:
-            self._future.result(timeout=within)
-        except FuturesTimeout:
-            return False
-        except BaseException:
-            return True     # `stop` raises it
-        return True
+        """Whether the answer is in, waiting for it at most `within` seconds. A failed look is
+        answered too (`stop` raises its error); an interrupt while waiting goes on up."""
+        return bool(futures_wait([self._future], timeout=within).done)
 
     def stop(self) -> bool:
         """The answer (waited for once, then recorded): whether the run is decided."""

@@ -1,5 +1,6 @@
 """How long a block's start waits for the sequential look taken before it (runner.look_wait): the
-start's cost at the chance that this look stops the run, even over the looks left and the cap."""
+start's cost at the chance that this look stops the run, even over the looks left and the cap;
+and the wait itself (`_Look.answered`)."""
 
 import pytest
 
@@ -23,3 +24,40 @@ def test_fewer_looks_left_or_a_dearer_start_wait_longer():
     waits = [look_wait(1.0, left) for left in range(10, 0, -1)]
     assert waits == sorted(waits) and len(set(waits)) == len(waits)
     assert look_wait(2.0, 5) > look_wait(1.0, 5)
+
+
+class _Signalled(Exception):
+    pass
+
+
+def test_a_look_answers_in_time_or_not_a_failed_one_is_answered_and_an_interrupt_goes_on_up(tmp_path):
+    """`_Look.answered` waits for the look without swallowing what interrupts the wait: a signal
+    turned into an exception (as `signals_raise` does) must reach the run loop."""
+    import os
+    import signal
+    import threading
+
+    from claimlab.runner import _Look
+    from claimlab.store import RunManifest, RunStore
+
+    store = RunStore.create(tmp_path, RunManifest.new(experiment="exp", claim="C2", profile="quick", factors=[]))
+    release = threading.Event()
+    look = _Look(lambda path: release.wait(30) and (True, "decided"), store, 4)
+    assert not look.answered(0.05)
+
+    def raise_it(*_):
+        raise _Signalled
+
+    previous = signal.signal(signal.SIGUSR1, raise_it)
+    try:
+        threading.Timer(0.1, os.kill, (os.getpid(), signal.SIGUSR1)).start()
+        with pytest.raises(_Signalled):
+            look.answered(20)
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
+    release.set()
+    assert look.answered(20) and look.stop()
+    failed = _Look(lambda path: 1 / 0, store, 4)
+    assert failed.answered(20)
+    with pytest.raises(ZeroDivisionError):
+        failed.stop()
