@@ -1378,7 +1378,7 @@ def test_a_second_build_of_fourteen_rounds_reads_as_ca_did():
 COMMITS |= {"CC": "52e6ab6be3272c66c566add6d6af8541e0934d58"}
 
 
-def test_a_third_build_of_fourteen_rounds_and_every_build_on_this_processor_agrees():
+def test_a_third_build_of_fourteen_rounds_agrees_with_the_one_before():
     # CC: MySQL's C2 stopped at ten starts (main ±1.1%), MariaDB's after 14 (±1.4%); C2's overhead
     # 20.3%, every claim 14.1-20.3%. `make report` 9 m 5 s: C3's MariaDB run needed ten blocks
     # (seven in CA and CB), its defaults/v57_values comparison near its edge (1.012).
@@ -1388,6 +1388,20 @@ def test_a_third_build_of_fourteen_rounds_and_every_build_on_this_processor_agre
                 overhead={"binlog_default": 0.188, "charset_mismatch": 0.141,
                           "collation_cost": 0.203, "insert_57_vs_80": 0.153},
                 pair_reads={"same_verdict": 18, "same_label": 18, "c2_apart": "mariadb 0.6%, mysql 0.6%"})
-    epyc = ["AJ", "AK", "AL", "AM", "AN", "BT", "BU", "BV", "BW", "BX", "BY", "BZ", "CA", "CB", "CC"]
+
+
+COMMITS |= {"CD": "c113f946d1bc28329797c14ee677ea3ef05919ec"}
+
+
+def test_a_build_an_hour_later_agrees_and_every_build_on_this_processor_agrees():
+    # CD (2026-11-27 20:17, c113f94): MySQL's C2 stopped at ten starts (main ±0.7%), MariaDB's
+    # after 12 (±0.7%); C2's overhead 20.8%, every claim 14.2-20.8%, `make report` 8 m 24 s.
+    # CC vs CD: 18 of 18 verdicts and labels, C2 within 1.2%.
+    _epyc_build("CC", "CD", fast={"mariadb": 0.991, "mysql": 0.996},
+                main={"mariadb": 0.007, "mysql": 0.007}, c1_widest=0.017,
+                overhead={"binlog_default": 0.185, "charset_mismatch": 0.142,
+                          "collation_cost": 0.208, "insert_57_vs_80": 0.157},
+                pair_reads={"same_verdict": 18, "same_label": 18, "c2_apart": "mariadb 1.2%, mysql 1.1%"})
+    epyc = ["AJ", "AK", "AL", "AM", "AN", "BT", "BU", "BV", "BW", "BX", "BY", "BZ", "CA", "CB", "CC", "CD"]
     pairs = bench_module("precision").builds_agreement(_tables(epyc))
-    assert len(pairs) == 105 and (pairs["same_verdict"].sum(), pairs["same_label"].sum()) == (1890, 1864)
+    assert len(pairs) == 120 and (pairs["same_verdict"].sum(), pairs["same_label"].sum()) == (2160, 2132)
