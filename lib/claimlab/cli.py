@@ -239,13 +239,16 @@ def cmd_validate(args) -> int:
 
 def cmd_prepare(args) -> int:
     from .preload import preload
-    from .report import per_target
+    from .report import check_targets, per_target
+
     def say(line: str) -> None:
         print(f"prepare: {line}", file=sys.stderr)
 
-    for path in _params_paths(args.params):
-        exp = params_mod.load(path, args.profile)
-        for one in per_target(path.stem, exp, args.targets or list(exp.targets), say):
+    exps = {path.stem: params_mod.load(path, args.profile) for path in _params_paths(args.params)}
+    if args.targets:
+        check_targets(exps, args.targets, "--target")
+    for name, exp in exps.items():
+        for one in per_target(name, exp, args.targets or list(exp.targets), say):
             for p in preload(one, work_root=args.work, log=say):
                 print(f"{p.experiment} {p.target} {p.cell}: {p.outcome()}")
     return 0
@@ -531,9 +534,18 @@ def main(argv: list[str] | None = None) -> int:
         message = " | ".join(line.strip() for line in str(exc).splitlines() if line.strip())
         print(f"claimlab: error: {message}", file=sys.stderr)
         if isinstance(exc, Interrupted):
-            run_id = getattr(exc, "run_id", "") or "RUN_ID"
-            print(f"claimlab: run {run_id} keeps what was measured; resume with `claimlab run ... "
-                  f"--resume {run_id}` (see `claimlab runs`)", file=sys.stderr)
+            run_id = getattr(exc, "run_id", "")
+            resume = getattr(exc, "resume", None)
+            if run_id:
+                print(f"claimlab: run {run_id} keeps what was measured; resume with `claimlab run ... "
+                      f"--resume {run_id}` (see `claimlab runs`)", file=sys.stderr)
+            elif resume:
+                for command in resume:
+                    print(f"claimlab: {command.rsplit(' ', 1)[1]} keeps what was measured; resume with: {command}",
+                          file=sys.stderr)
+            else:
+                print("claimlab: what was measured is kept; `claimlab runs` lists the interrupted runs, and "
+                      "`claimlab run EXPERIMENT --resume RUN_ID` completes one", file=sys.stderr)
             return EXIT_INTERRUPTED
         return EXIT_ERROR
 

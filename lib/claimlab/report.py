@@ -25,7 +25,7 @@ from . import params as params_mod
 from .claims import Claim
 from .errors import ClaimlabError, Interrupted
 from .provenance import cpu_label
-from .store import project_root, read_manifest
+from .store import list_runs, now, project_root, read_manifest, runs_root
 
 CLAIM_NOTEBOOK = "claim.ipynb"   # one notebook, parameterized by experiment; outputs named per claim
 NOTEBOOKS = {  # experiment -> report name (the HTML file is NAME.html)
@@ -225,7 +225,11 @@ def build(*, profile: str = "quick", run_ids: list[str] | None = None, out_dir: 
             plan.setdefault(read_manifest(find_run(run_id, data_dir))["experiment"], []).append(run_id)
     else:
         plan = {name: None for name in (experiments or NOTEBOOKS)}
+    chosen: dict[str, list[str]] = {}
     if not run_ids:
+        exps = {name: params_mod.load(params_mod.find(name, root / "params"), profile) for name in plan}
+        check_targets(exps, targets)
+        chosen = {name: chosen_targets(exp, targets) for name, exp in exps.items()}
         began = time.monotonic()
         made = [p for p in preload_all(plan, profile, targets, log) if not p.found]
         if made:
@@ -235,15 +239,20 @@ def build(*, profile: str = "quick", run_ids: list[str] | None = None, out_dir: 
     for experiment, ids in plan.items():
         if experiment not in NOTEBOOKS:
             raise ClaimlabError(f"no notebook for experiment {experiment!r}")
-        doing = f"re-analysing {' '.join(ids)}" if ids else f"running the {profile} profile on {', '.join(targets)}"
+        doing = (f"re-analysing {' '.join(ids)}" if ids
+                 else f"running the {profile} profile on {', '.join(chosen[experiment])}")
         log(f"{experiment}: {doing}")
-        began = time.monotonic()
+        began, since = time.monotonic(), now()
         summary_path = out_dir / f"{experiment}.summary.json"
-        nb = execute(CLAIM_NOTEBOOK, out_dir, {
-            "experiment": experiment, "profile": profile, "run_ids": ids, "targets": list(targets),
-            "data_dir": _text(data_dir), "figures_dir": str(figures_dir), "summary_json": str(summary_path),
-            "start_servers": ids is None,
-            "cpu_evidence": cpu_evidence and ids is None}, root, NOTEBOOKS[experiment])   # from data: no server
+        try:
+            nb = execute(CLAIM_NOTEBOOK, out_dir, {
+                "experiment": experiment, "profile": profile, "run_ids": ids, "targets": list(targets),
+                "data_dir": _text(data_dir), "figures_dir": str(figures_dir), "summary_json": str(summary_path),
+                "start_servers": ids is None,
+                "cpu_evidence": cpu_evidence and ids is None}, root, NOTEBOOKS[experiment])   # from data: no server
+        except Interrupted as exc:
+            exc.resume = resume_commands(experiment, profile, data_dir, since)
+            raise
         built.append(Built(experiment, nb, render_html(nb, show_code), json.loads(summary_path.read_text())))
         log(f"{experiment}: done in {time.monotonic() - began:.0f} s")
     log("summary")
@@ -440,11 +449,37 @@ def resolve_runs(experiment: str, run_ids: list[str] | None, *, start_servers: b
     return paths
 
 
+def resume_commands(experiment: str, profile: str, data_dir: Path | None, since: str) -> list[str]:
+    """How to finish the runs of `experiment` that a signal cut short, made since `since`: the
+    report's runs happen in a notebook kernel, so the command learns their ids from the store."""
+    cut = [r for r in list_runs(data_dir or runs_root())
+           if r["experiment"] == experiment and r["status"] == "interrupted" and (r["created_at"] or "") >= since]
+    data = f" --data {data_dir}" if data_dir else ""
+    return [f"claimlab run {experiment} --profile {profile} --target {read_manifest(Path(r['path']))['default_target']}"
+            f"{data} --resume {r['run_id']}" for r in cut]
+
+
+def chosen_targets(exp: params_mod.Experiment, targets: Iterable[str]) -> list[str]:
+    """The targets of `targets` that `exp` declares, or its default when it declares none of
+    them (a params file of your own may name other targets)."""
+    return [t for t in targets if t in exp.targets] or [exp.default_target]
+
+
+def check_targets(exps: dict[str, params_mod.Experiment], targets: Iterable[str], option: str = "--targets") -> None:
+    """A target that no params file declares is a mistyped name, not a request for the files'
+    defaults (which a build would otherwise run while saying it ran the name asked for)."""
+    declared = sorted({t for exp in exps.values() for t in exp.targets})
+    unknown = [t for t in targets if t not in declared]
+    if unknown:
+        raise ClaimlabError(f"{option}: no params file ({', '.join(sorted(exps))}) declares "
+                            f"{' or '.join(map(repr, unknown))}; they declare: {', '.join(declared)}")
+
+
 def per_target(experiment: str, exp: params_mod.Experiment, targets: Iterable[str], log=print):
-    """`exp` bound to each of `targets` it declares that can run here, in turn; the others are
-    logged with the reason. A params file of your own may name other targets: then its default."""
+    """`exp` bound to each of its `chosen_targets` that can run here, in turn; the others are
+    logged with the reason."""
     from .servers import check_available
-    for target in [t for t in targets if t in exp.targets] or [exp.default_target]:
+    for target in chosen_targets(exp, targets):
         try:
             check_available(exp.targets[target])
         except ClaimlabError as exc:

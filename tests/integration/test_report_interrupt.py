@@ -66,3 +66,6 @@ def test_sigterm_to_a_report_stops_the_servers_of_its_kernels_run(tmp_path, mari
     # the kernel's run was cut short by the signal (it did not just end first), and says so
     (run_dir,) = (tmp_path / "raw" / "charset_mismatch").iterdir()
     assert json.loads((run_dir / "manifest.json").read_text())["status"] == "interrupted"
+    # the command names the run its kernel made and how to finish it (before: "run RUN_ID")
+    assert (f"claimlab: {run_dir.name} keeps what was measured; resume with: claimlab run charset_mismatch "
+            f"--profile quick --target mariadb --data {tmp_path / 'raw'} --resume {run_dir.name}") in err, err[-2000:]

@@ -1,5 +1,6 @@
-"""Command-line behaviour that needs no server: unknown experiment, --exclude-contention's
-account of what it left out, the end-of-report verdict table, runs/ beside data/raw."""
+"""Command-line behaviour that needs no server: unknown experiment and target names,
+--exclude-contention's account of what it left out, the end-of-report verdict table, runs/ beside
+data/raw."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import shutil
 import pandas as pd
 
 from claimlab import cli, narrative, report, store
+from claimlab import params as params_mod
 from conftest import ROOT
 
 SHIPPED_C1 = "20261122T204412Z-581ff0"
@@ -64,3 +66,26 @@ def test_new_runs_go_to_the_ignored_runs_directory_and_readers_look_in_both(tmp_
     assert {r["run_id"] for r in store.list_runs()} == {shipped.run_id, new.run_id}
     ignored = (ROOT / ".gitignore").read_text().split()
     assert "runs/" in ignored and "data/" not in ignored
+
+
+def test_a_target_no_params_file_declares_is_an_error_before_anything_runs(tmp_path, monkeypatch, capsys):
+    # Before, `report --targets foo` ran every claim on the files' default target (MariaDB) while
+    # saying "running the quick profile on foo".
+    monkeypatch.chdir(ROOT)
+    monkeypatch.setenv("CLAIMLAB_ROOT", str(ROOT))
+    code = cli.main(["report", "--targets", "foo", "--only", "collation_cost", "--out", str(tmp_path / "r"),
+                     "--data", str(tmp_path / "raw")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 1 and err == ["claimlab: error: --targets: no params file (collation_cost) declares 'foo'; "
+                                 "they declare: mariadb, mysql"]
+    assert not (tmp_path / "raw").exists() and not (tmp_path / "r").exists()
+    code = cli.main(["prepare", "collation_cost", "--target", "mysql", "mine"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 1 and err == ["claimlab: error: --target: no params file (collation_cost) declares 'mine'; "
+                                 "they declare: mariadb, mysql"]
+
+
+def test_a_params_file_of_your_own_runs_its_default_when_it_declares_none_of_the_targets():
+    exp = params_mod.load(params_mod.find("collation_cost", ROOT / "params"), "quick")
+    assert report.chosen_targets(exp, ["mysql", "elsewhere"]) == ["mysql"]
+    assert report.chosen_targets(exp, ["elsewhere"]) == [exp.default_target] == ["mariadb"]
