@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import tempfile
 from pathlib import Path
 
 from . import params as params_mod
@@ -515,9 +517,34 @@ def _reap_orphans(args) -> None:
               f"{', '.join(map(str, reaped))}", file=sys.stderr)
 
 
+READERS = ("runs", "analyze")   # their --data is only read
+
+
+def _check_writable(args) -> None:
+    """Every directory a command will write to, checked before anything starts and without
+    making it: a mistyped or read-only path is one line now, not a traceback after minutes of
+    measuring. What is checked is the nearest part of the path that exists, by making and
+    removing a directory there (permission bits do not tell for root or special file systems)."""
+    names = ("work", "out", "figures") + (() if args.command in READERS else ("data",))
+    dirs = [(f"--{name}", getattr(args, name)) for name in names if getattr(args, name, None) is not None]
+    if getattr(args, "table", None) is not None:
+        dirs.append(("--table", args.table.parent))
+    for option, path in dirs:
+        existing = path
+        while not existing.exists():
+            existing = existing.parent
+        if not existing.is_dir():
+            raise ClaimlabError(f"{option} {path}: {existing} is not a directory")
+        try:
+            os.rmdir(tempfile.mkdtemp(prefix=".claimlab-check-", dir=existing))
+        except OSError as exc:
+            raise ClaimlabError(f"{option} {path}: cannot write in {existing} ({exc.strerror})") from None
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
+        _check_writable(args)
         if args.command in STARTS_SERVERS:
             _reap_orphans(args)
             from .runner import signals_raise

@@ -305,7 +305,11 @@ class RunStore:
     @classmethod
     def create(cls, root: Path, manifest: RunManifest) -> "RunStore":
         path = root / manifest.experiment / manifest.run_id
-        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise DataError(f"{root}: cannot make a run directory there ({exc.strerror}); "
+                            "name a writable directory") from None
         path.mkdir()   # fails if it exists: a run directory is never reused
         store = cls(path, manifest.columns)
         store.write_manifest(manifest)

@@ -89,3 +89,20 @@ def test_a_params_file_of_your_own_runs_its_default_when_it_declares_none_of_the
     exp = params_mod.load(params_mod.find("collation_cost", ROOT / "params"), "quick")
     assert report.chosen_targets(exp, ["mysql", "elsewhere"]) == ["mysql"]
     assert report.chosen_targets(exp, ["elsewhere"]) == [exp.default_target] == ["mariadb"]
+
+
+def test_a_directory_a_command_writes_to_is_checked_before_anything_starts(tmp_path, capsys):
+    # Before: a traceback, from `report --figures` only once the runs were measured.
+    (tmp_path / "a_file").write_text("")
+    cases = {("run", "collation_cost", "--data", "a_file"): "--data {0}/a_file: {0}/a_file is not a directory",
+             ("run", "collation_cost", "--work", "/proc/claimlab/w"): "--work /proc/claimlab/w: cannot write in "
+                                                                        "/proc (No such file or directory)",
+             ("report", "--out", "a_file/r"): "--out {0}/a_file/r: {0}/a_file is not a directory",
+             ("report", "--figures", "/proc/claimlab"): "--figures /proc/claimlab: cannot write in /proc "
+                                                        "(No such file or directory)",
+             ("analyze", "X", "--table", "a_file/t.csv"): "--table {0}/a_file: {0}/a_file is not a directory"}
+    for argv, message in cases.items():
+        argv = [str(tmp_path / a) if a.startswith("a_file") else a for a in argv]
+        assert cli.main(argv) == 1, argv
+        assert capsys.readouterr().err.strip().splitlines() == [f"claimlab: error: {message.format(tmp_path)}"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a_file"]   # nothing made, nothing left

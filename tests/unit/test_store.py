@@ -62,6 +62,13 @@ def test_run_directory_is_never_reused(tmp_path, store):
                                                           factors=["binlog"], run_id=store.run_id))
 
 
+def test_a_data_directory_that_cannot_hold_runs_is_a_one_line_error(tmp_path):
+    (tmp_path / "a_file").write_text("")
+    manifest = RunManifest.new(experiment="exp", claim="C4", profile="quick", factors=["binlog"])
+    with pytest.raises(DataError, match=r"a_file: cannot make a run directory there \(Not a directory\)"):
+        RunStore.create(tmp_path / "a_file", manifest)
+
+
 def test_torn_last_line_is_detected_then_repaired(store):
     store.append(_row(store))
     with open(store.path / "results.csv", "a") as fh:
