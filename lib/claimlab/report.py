@@ -357,8 +357,12 @@ def analyze_runs(run_ids: Iterable[str], data_root: Path | None = None, *, accep
     from .store import find_run, read_results
     claims = load_claims(project_root() / "data" / "claims.yaml")
     groups: dict[str, list] = {}
+    seen: set[Path] = set()
     for run_id in run_ids:
         path = find_run(run_id, data_root)
+        if path.resolve() in seen:   # named twice (by id and by path, say): one run, not two
+            continue
+        seen.add(path.resolve())
         results = read_results(path, accept_modified=accept_modified)
         claim_id = str(results["claim"].iloc[0]) if len(results) else ""
         if claim_id not in claims:

@@ -106,3 +106,13 @@ def test_a_directory_a_command_writes_to_is_checked_before_anything_starts(tmp_p
         assert cli.main(argv) == 1, argv
         assert capsys.readouterr().err.strip().splitlines() == [f"claimlab: error: {message.format(tmp_path)}"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a_file"]   # nothing made, nothing left
+
+
+def test_a_run_named_twice_is_analysed_once(capsys):
+    # Before: its rows twice over, and a between-runs line of one run ("between-run sd nan").
+    path = store.find_run(SHIPPED_C1)
+    (once,) = report.analyze_runs([SHIPPED_C1])
+    (twice,) = report.analyze_runs([SHIPPED_C1, str(path), SHIPPED_C1])
+    assert twice.run_id == SHIPPED_C1 and len(twice.results) == len(once.results)
+    assert cli.main(["analyze", SHIPPED_C1, str(path)]) == 0
+    assert "between-run" not in capsys.readouterr().out
