@@ -450,6 +450,12 @@ def resolve_runs(experiment: str, run_ids: list[str] | None, *, start_servers: b
             if data_root is None:
                 raise
             paths.append(find_run(run_id))   # a shipped run, read while new runs go to data_root
+    claim = params_mod.load(params_mod.find(experiment, root / "params"), profile).claim
+    for path in paths:
+        theirs = read_manifest(path)
+        if theirs["claim"] != claim:
+            raise ClaimlabError(f"run_ids: {path.name} is a run of {theirs['experiment']} ({theirs['claim']}), "
+                                f"not of {experiment} ({claim}): name runs of this claim, or set experiment")
     return paths
 
 

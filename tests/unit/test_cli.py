@@ -8,9 +8,11 @@ import json
 import shutil
 
 import pandas as pd
+import pytest
 
 from claimlab import cli, narrative, report, store
 from claimlab import params as params_mod
+from claimlab.errors import ClaimlabError
 from conftest import ROOT
 
 SHIPPED_C1 = "20261122T204412Z-581ff0"
@@ -116,3 +118,14 @@ def test_a_run_named_twice_is_analysed_once(capsys):
     assert twice.run_id == SHIPPED_C1 and len(twice.results) == len(once.results)
     assert cli.main(["analyze", SHIPPED_C1, str(path)]) == 0
     assert "between-run" not in capsys.readouterr().out
+
+
+def test_the_claim_notebook_refuses_runs_of_another_claim():
+    # Before: the notebook failed on `analysis, = ...` with "too many values to unpack".
+    c4 = report.published_runs(ROOT)["binlog_default"][0]
+    with pytest.raises(ClaimlabError, match=rf"run_ids: {c4} is a run of binlog_default \(C4\), not of "
+                                            r"collation_cost \(C2\)"):
+        report.resolve_runs("collation_cost", [c4], start_servers=False, profile="quick", data_root=None)
+    c2 = report.published_runs(ROOT)["collation_cost"]
+    assert [p.name for p in report.resolve_runs("collation_cost", c2, start_servers=False, profile="quick",
+                                                data_root=None)] == c2
