@@ -106,6 +106,12 @@ def exists(run_dir: Path) -> bool:
     return (Path(run_dir) / DIRECTORY / INDEX).is_file()
 
 
+def missing(run_dirs: list[Path]) -> list[Path]:
+    """The runs with no CPU evidence stored: what a report with `cpu_evidence` profiles, each run
+    on its own target (one server's evidence says nothing of the other's)."""
+    return [Path(d) for d in run_dirs if not exists(d)]
+
+
 def load(run_dir: Path) -> Evidence:
     """The stored evidence of a run, checked against its checksums."""
     out = Path(run_dir) / DIRECTORY
