@@ -50,7 +50,9 @@ def _copy_run(run_id: str, dest, cpu: dict | None):
     target = dest / run_id
     shutil.copytree(source, target)
     manifest = json.loads((target / "manifest.json").read_text())
-    if cpu is not None:
+    if cpu is None:
+        manifest["provenance"]["host"].pop("cpu", None)   # as runs made before 2026-11-25 19:30
+    else:
         manifest["provenance"]["host"]["cpu"] = cpu
     (target / "manifest.json").write_text(json.dumps(manifest))
     return target
