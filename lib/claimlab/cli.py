@@ -567,9 +567,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"claimlab: run {run_id} keeps what was measured; resume with `claimlab run ... "
                       f"--resume {run_id}` (see `claimlab runs`)", file=sys.stderr)
             elif resume:
-                for command in resume:
-                    print(f"claimlab: {command.rsplit(' ', 1)[1]} keeps what was measured; resume with: {command}",
-                          file=sys.stderr)
+                for cut, command in resume:
+                    print(f"claimlab: {cut} keeps what was measured; resume with: {command}", file=sys.stderr)
             else:
                 print("claimlab: what was measured is kept; `claimlab runs` lists the interrupted runs, and "
                       "`claimlab run EXPERIMENT --resume RUN_ID` completes one", file=sys.stderr)

@@ -459,14 +459,16 @@ def resolve_runs(experiment: str, run_ids: list[str] | None, *, start_servers: b
     return paths
 
 
-def resume_commands(experiment: str, profile: str, data_dir: Path | None, since: str) -> list[str]:
-    """How to finish the runs of `experiment` that a signal cut short, made since `since`: the
-    report's runs happen in a notebook kernel, so the command learns their ids from the store."""
+def resume_commands(experiment: str, profile: str, data_dir: Path | None, since: str) -> list[tuple[str, str]]:
+    """(run id, the command that finishes it) of each run of `experiment` that a signal cut short,
+    made since `since`: the report's runs happen in a notebook kernel, so the command learns their
+    ids from the store."""
     cut = [r for r in list_runs(data_dir or runs_root())
            if r["experiment"] == experiment and r["status"] == "interrupted" and (r["created_at"] or "") >= since]
     data = f" --data {data_dir}" if data_dir else ""
-    return [f"claimlab run {experiment} --profile {profile} --target {read_manifest(Path(r['path']))['default_target']}"
-            f"{data} --resume {r['run_id']}" for r in cut]
+    return [(r["run_id"], f"claimlab run {experiment} --profile {profile} --target "
+                          f"{read_manifest(Path(r['path']))['default_target']}{data} --resume {r['run_id']}")
+            for r in cut]
 
 
 def chosen_targets(exp: params_mod.Experiment, targets: Iterable[str]) -> list[str]:
