@@ -39,20 +39,27 @@ def select(results: pd.DataFrame, *, claim: str | None = None, server: str | Non
            conditions: Iterable[str] | None = None, metric: str | None = None,
            workload: str | None = None) -> pd.DataFrame:
     """Rows of one claim, of the servers whose version or target contains `server`, of the
-    named conditions, metric and workload; None keeps everything."""
-    keep = pd.Series(True, index=results.index)
-    if claim is not None:
-        keep &= results["claim"].astype(str) == claim
-    if server is not None:
-        keep &= (results["server_version"].astype(str).str.contains(server, case=False, regex=False)
-                 | (results["target"].astype(str) == server))
-    if conditions is not None:
-        keep &= results["condition"].astype(str).isin(list(conditions))
-    if metric is not None:
-        keep &= results["metric"] == metric
-    if workload is not None:
-        keep &= results["workload"] == workload
-    return results[keep]
+    named conditions, metric and workload; None keeps everything. A filter that keeps nothing is
+    an error naming what the rows hold: an analyst's typo, not an empty plot further down."""
+    filters = [
+        ("claim", claim, ["claim"], lambda r: r["claim"].astype(str) == claim),
+        ("server", server, ["server_version", "target"],
+         lambda r: r["server_version"].astype(str).str.contains(server, case=False, regex=False)
+         | (r["target"].astype(str) == server)),
+        ("conditions", conditions, ["condition"], lambda r: r["condition"].astype(str).isin(list(conditions))),
+        ("metric", metric, ["metric"], lambda r: r["metric"] == metric),
+        ("workload", workload, ["workload"], lambda r: r["workload"] == workload),
+    ]
+    for name, value, columns, test in filters:
+        if value is None:
+            continue
+        kept = results[test(results)]
+        if kept.empty:
+            have = sorted({str(v) for column in columns for v in results[column].unique()})
+            shown = ", ".join(have[:12]) + (", ..." if len(have) > 12 else "")
+            raise DataError(f"{name} {value!r}: no such rows here (they have: {shown})")
+        results = kept
+    return results
 
 
 def compare(results: pd.DataFrame, baseline: str, treatment: str, metric: str, *, workload: str | None = None,
@@ -63,8 +70,6 @@ def compare(results: pd.DataFrame, baseline: str, treatment: str, metric: str, *
     picked = {}
     for name in (baseline, treatment):
         rows = select(results, conditions=[name], metric=metric, workload=workload)
-        if rows.empty:
-            raise DataError(f"no measurements of {metric!r} for condition {name!r}")
         if rows["workload"].nunique() > 1:
             raise DataError(f"condition {name!r} has several workloads ({', '.join(sorted(rows['workload'].unique()))})"
                             "; name one")
