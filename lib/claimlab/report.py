@@ -231,7 +231,7 @@ def build(*, profile: str = "quick", run_ids: list[str] | None = None, out_dir: 
         check_targets(exps, targets)
         chosen = {name: chosen_targets(exp, targets) for name, exp in exps.items()}
         began = time.monotonic()
-        made = [p for p in preload_all(plan, profile, targets, log) if not p.found]
+        made = [p for p in preload_all(exps, targets, log) if not p.found]
         if made:
             from .preload import summary
             log(f"set-up: loaded the tables in {time.monotonic() - began:.0f} s: {summary(made)}")
@@ -500,14 +500,12 @@ def per_target(experiment: str, exp: params_mod.Experiment, targets: Iterable[st
         yield params_mod.with_default_target(exp, target, experiment)
 
 
-def preload_all(experiments: Iterable[str], profile: str, targets: Iterable[str], log=print) -> list:
+def preload_all(exps: dict[str, params_mod.Experiment], targets: Iterable[str], log=print) -> list:
     """Every claim's tables loaded into the data-directory cache before the first run: set-up,
     done once per machine and timed apart from the runs (`claimlab.preload`)."""
     from .preload import preload
-    root = project_root()
     done = []
-    for experiment in experiments:
-        exp = params_mod.load(params_mod.find(experiment, root / "params"), profile)
+    for experiment, exp in exps.items():
         for one in per_target(experiment, exp, targets, log):
             done += preload(one, log=log)
     return done
