@@ -517,15 +517,15 @@ def _reap_orphans(args) -> None:
               f"{', '.join(map(str, reaped))}", file=sys.stderr)
 
 
-READERS = ("runs", "analyze")   # their --data is only read
-
-
 def _check_writable(args) -> None:
     """Every directory a command will write to, checked before anything starts and without
     making it: a mistyped or read-only path is one line now, not a traceback after minutes of
     measuring. What is checked is the nearest part of the path that exists, by making and
     removing a directory there (permission bits do not tell for root or special file systems)."""
-    names = ("work", "out", "figures") + (() if args.command in READERS else ("data",))
+    # --data is written where new runs go: `run`, `ablate`, and a `report` that measures (with
+    # --from-data it is only read, and may be a reviewer's read-only copy)
+    writes_data = args.command in ("run", "ablate") or (args.command == "report" and not args.from_data)
+    names = ("work", "out", "figures") + (("data",) if writes_data else ())
     dirs = [(f"--{name}", getattr(args, name)) for name in names if getattr(args, name, None) is not None]
     if getattr(args, "table", None) is not None:
         dirs.append(("--table", args.table.parent))

@@ -108,6 +108,12 @@ def test_a_directory_a_command_writes_to_is_checked_before_anything_starts(tmp_p
         assert cli.main(argv) == 1, argv
         assert capsys.readouterr().err.strip().splitlines() == [f"claimlab: error: {message.format(tmp_path)}"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a_file"]   # nothing made, nothing left
+    # --data that is only read (a reviewer's copy of the runs) is not asked to be writable
+    assert cli.main(["analyze", SHIPPED_C1, "--data", "/proc/claimlab"]) == 1
+    assert "no run" in capsys.readouterr().err
+    assert cli.main(["report", "--from-data", SHIPPED_C1, "--data", "/proc/claimlab", "--out",
+                     str(tmp_path / "r")]) == 1
+    assert capsys.readouterr().err.startswith(f"claimlab: error: no run '{SHIPPED_C1}' under /proc/claimlab")
 
 
 def test_a_run_named_twice_is_analysed_once(capsys):
