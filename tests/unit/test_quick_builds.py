@@ -5,6 +5,7 @@ builds' record) and the README say of those pairs and of the builds analysed tog
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
@@ -1423,3 +1424,68 @@ def test_a_build_after_the_full_runs_agrees_and_every_build_on_this_processor_ag
     assert len(pairs) == 136 and (pairs["same_verdict"].sum(), pairs["same_label"].sum()) == (2448, 2418)
     assert set(pairs.loc[pairs["c2_over_3pct"] != "-", "builds"].str.contains("AK")) == {True}
     assert (pairs["c2_over_3pct"] != "-").sum() == 16
+
+
+# 2026-11-28, a third host: AMD EPYC family 25 model 17. CF and CG: clean clones of dff8cbf (CE's
+# measuring code); CH: 51f7f8a (C3's and C4's rounds set by time, C1 MariaDB two bursts, C3
+# MariaDB eight to fourteen timed rounds); CI: eef5cb6 (C3 MariaDB back to twelve fixed rounds).
+COMMITS |= {"CF": "dff8cbf441ea78f1d849d16c98c203f2bc2f15f9", "CG": "dff8cbf441ea78f1d849d16c98c203f2bc2f15f9",
+            "CH": "51f7f8a897eea35753830650ccc0ad9cd36480db", "CI": "eef5cb6a545a053f2d04cd19e0e2971edacf0435"}
+
+
+def _rounds(build: str) -> dict:
+    """The rounds each block of a build's C1, C3 and C4 runs measured, per (experiment, server)."""
+    rounds = {}
+    for _, path, manifest in _made_by([build]):
+        if manifest["experiment"] == "collation_cost":
+            continue
+        df = store.read_results(path)
+        per_block = df.groupby("repetition")["iteration"].max() + 1
+        rounds[manifest["experiment"], manifest["default_target"]] = sorted(set(per_block))
+    return rounds
+
+
+def test_the_family_25_builds_meet_every_width_and_differ_only_on_mariadbs_edge_comparison(capsys):
+    # CF (00:45), CG (01:00), CH (01:21), CI (02:15): C2's main comparison within ±1.2-2.6%, C1 ±1.7% at
+    # the widest, every claim's overhead 14.7-24.3%; 67-91% of C2's values fast. MySQL's main
+    # comparison reads 1.80-1.81 here (1.44 on family 26). Over the six pairs, 104 of 108 verdicts
+    # alike; the four differences are MariaDB's utf8mb4_general/utf8mb3 (1.051-1.064 against its
+    # 5% band): "contradicted: higher than 1.05" in CF and CG, "inconclusive" in CH and CI.
+    builds = ["CF", "CG", "CH", "CI"]
+    tables = _tables(builds)
+    readings = {b: _c2_reading(tables, b) for b in builds}
+    assert {b: {t: round(x, 3) for t, x in main.items()} for b, (_, main) in readings.items()} == {
+        "CF": {"mariadb": 0.015, "mysql": 0.015}, "CG": {"mariadb": 0.016, "mysql": 0.020},
+        "CH": {"mariadb": 0.012, "mysql": 0.026}, "CI": {"mariadb": 0.017, "mysql": 0.016}}
+    assert all(0.67 <= share <= 0.92 for fast, _ in readings.values() for share in fast.values())
+    assert max(tables[b].query("claim == 'C1'")["half_width"].max() for b in builds) == pytest.approx(0.017, abs=0.001)
+    _every_claims_overhead_at_most(builds, 0.25)
+    pairs = bench_module("precision").builds_agreement(tables)
+    assert (pairs["same_verdict"].sum(), pairs["same_label"].sum(), len(pairs)) == (104, 104, 6)
+    assert (pairs["c2_over_3pct"] == "-").all() and set(pairs["processors"]) == {"same"}
+    both = [bench_module("precision").agreement(tables[a], tables[b]) for a, b in itertools.combinations(builds, 2)]
+    differ = pd.concat([pair[~pair["same_verdict"]] for pair in both])
+    assert set(zip(differ["comparison"], differ["target"])) == {("utf8mb4_general_vs_utf8mb3", "mariadb")}
+    mysql_main = [t.query("comparison == 'uca_ai_vs_utf8mb3' and target == 'mysql'")["estimate"].item()
+                  for t in tables.values()]
+    assert all(1.79 < x < 1.82 for x in mysql_main)
+
+
+def test_rounds_set_by_time_give_the_slow_disk_fewer_rounds_and_keep_c3_mariadbs_blocks_fixed():
+    # CG measured C3 MySQL's thirty fixed rounds and C4's eleven; with rounds set by time (CH, CI) a
+    # block measured until 18 s (C3 MySQL) or 8 s (C4), so this host's slower disk got 18-20 and 8-10.
+    # C1 MariaDB: two bursts a start. CH's C3 MariaDB at eight to nine rounds needed 16 blocks; CI's at
+    # twelve fixed rounds, 7 (CG's: 10).
+    assert _rounds("CG") == {("charset_mismatch", "mariadb"): [3], ("charset_mismatch", "mysql"): [4],
+                             ("insert_57_vs_80", "mariadb"): [12], ("insert_57_vs_80", "mysql"): [30],
+                             ("binlog_default", "mariadb"): [11], ("binlog_default", "mysql"): [11]}
+    assert _rounds("CH") == {("charset_mismatch", "mariadb"): [2], ("charset_mismatch", "mysql"): [4],
+                             ("insert_57_vs_80", "mariadb"): [8, 9], ("insert_57_vs_80", "mysql"): [18, 19, 20],
+                             ("binlog_default", "mariadb"): [8, 10], ("binlog_default", "mysql"): [8]}
+    assert _rounds("CI") == {("charset_mismatch", "mariadb"): [2], ("charset_mismatch", "mysql"): [4],
+                             ("insert_57_vs_80", "mariadb"): [12], ("insert_57_vs_80", "mysql"): [18],
+                             ("binlog_default", "mariadb"): [9], ("binlog_default", "mysql"): [8]}
+    blocks = {b: store.read_results(path)["repetition"].nunique() for b in ("CG", "CH", "CI")
+              for _, path, m in _made_by([b])
+              if (m["experiment"], m["default_target"]) == ("insert_57_vs_80", "mariadb")}
+    assert blocks == {"CG": 10, "CH": 16, "CI": 7}
