@@ -321,7 +321,7 @@ def cmd_analyze(args) -> int:
     import pandas as pd
 
     from . import stats
-    from .narrative import slow_hour_lines
+    from .narrative import edge_lines, slow_hour_lines
     from .report import analyze_runs
     analyses = analyze_runs(args.run_ids, args.data, accept_modified=args.accept_modified,
                             include_contention=not args.exclude_contention, normal_only=args.normal_only)
@@ -331,6 +331,8 @@ def cmd_analyze(args) -> int:
         print(stats.summary_line(a.table, a.claim))
         for line in slow_hour_lines(a.table.to_dict("records")):
             print(f"  slow hour: {line}")
+        for line in edge_lines(a.table.to_dict("records")):
+            print(f"  near an edge: {line}")
         if len(a.run_id.split()) > 1:
             for row in stats.run_spread(a.results, a.claim).itertuples(index=False):
                 print(f"  {row.comparison} [{row.target}] runs {row.run_estimates}; between-run sd "
@@ -370,10 +372,12 @@ def cmd_report(args) -> int:
     print(f"reports written; open {index}")
     rows = report.verdict_rows(index.parent, since=started)
     if rows:
-        from .narrative import slow_hour_lines, verdict_lines
+        from .narrative import edge_lines, slow_hour_lines, verdict_lines
         print("\n".join(verdict_lines(rows)))
         for line in slow_hour_lines(rows):
             print(f"slow hour: {line}")
+        for line in edge_lines(rows):
+            print(f"near an edge: {line}")
     return 0
 
 

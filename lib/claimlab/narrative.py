@@ -304,6 +304,27 @@ def slow_hour_lines(rows) -> list[str]:
             for (claim, experiment, target, where), kept in shares.items() if min(kept) < SLOW_HOUR]
 
 
+def edge_lines(rows) -> list[str]:
+    """One line per comparison that a single run left near a decision edge, saying how to settle
+    it: what `claimlab report` and `claimlab analyze` print. Several runs analysed together have
+    runs as their units (df = runs - 1), so two read wider than one; four or more narrow it (on the
+    family-25 host, MariaDB's utf8mb4_general/utf8mb3 at 1.06 against 1.05: decided by 3 of 21 pairs
+    of its runs, 27 of 35 fours, 21 of 21 fives; data/README.md, "A third host")."""
+    lines = []
+    for r in rows:
+        edge = edge_of(r)
+        several = not _missing(r.get("n_runs")) and r["n_runs"] > 1
+        if not edge or several or r.get("verdict") == "not_tested":
+            continue
+        where = server_name(r.get("server_version"), r.get("target")) or str(r.get("target"))
+        lines.append(f"{r['claim']} {comparison_label(r['comparison'])} on {where} reads “{r['verdict_label']}” "
+                     f"near a decision edge (an interval {EDGE_FACTOR:g}x as wide or as narrow would read "
+                     f"“{edge}”), so one run does not settle it. Rerun it at other times (claimlab run "
+                     f"{r.get('experiment')} --target {r.get('target')}) and analyse four or more runs together "
+                     "(claimlab analyze RUN RUN ...; two runs read wider than one).")
+    return lines
+
+
 def verdict_table_html(table: pd.DataFrame) -> str:
     view = table[["claim", "comparison", "server_version", "estimate", "ci_low", "ci_high", "published_ratio",
                   "verdict_label", "flagged_share", "fast_share"]].assign(

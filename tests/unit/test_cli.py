@@ -116,6 +116,17 @@ def test_a_directory_a_command_writes_to_is_checked_before_anything_starts(tmp_p
     assert capsys.readouterr().err.startswith(f"claimlab: error: no run '{SHIPPED_C1}' under /proc/claimlab")
 
 
+def test_analyze_says_how_to_settle_a_verdict_near_an_edge(capsys):
+    # Build CL's MariaDB C2 run: utf8mb4_general/utf8mb3 1.058 [1.052, 1.064] against 1.05; seven
+    # such runs analysed together decide it (tests/unit/test_quick_builds.py)
+    run_id = "20261128T062138Z-dd0a72"
+    assert cli.main(["analyze", run_id]) == 0
+    (line,) = [line for line in capsys.readouterr().out.splitlines() if "near an edge:" in line]
+    assert line.startswith("  near an edge: C2 utf8mb4_general vs utf8mb3 on MariaDB 10.11.19 reads "
+                           "“contradicted: higher than 1.05”")
+    assert "claimlab run collation_cost --target mariadb" in line
+
+
 def test_a_run_named_twice_is_analysed_once(capsys):
     # Before: its rows twice over, and a between-runs line of one run ("between-run sd nan").
     path = store.find_run(SHIPPED_C1)

@@ -90,6 +90,18 @@ def test_a_slow_hour_is_said_on_the_card_and_once_per_claim_and_server():
     assert "<th>fast state</th>" in table and ">7%<" in table
 
 
+def test_a_single_runs_verdict_near_an_edge_says_how_runs_together_settle_it():
+    near = _row(claim="C2", comparison="utf8mb4_general_vs_utf8mb3", experiment="collation_cost", kind="null",
+                verdict="contradicted", verdict_label="contradicted: higher than 1.05", edge_label="inconclusive")
+    assert narrative.edge_lines([near, _row(edge_label=math.nan)]) == [
+        "C2 utf8mb4_general vs utf8mb3 on MariaDB 10.11.19 reads “contradicted: higher than 1.05” near a decision "
+        "edge (an interval 1.5x as wide or as narrow would read “inconclusive”), so one run does not settle it. "
+        "Rerun it at other times (claimlab run collation_cost --target mariadb) and analyse four or more runs "
+        "together (claimlab analyze RUN RUN ...; two runs read wider than one)."]
+    # runs already analysed together, and comparisons not measured, get no such line
+    assert narrative.edge_lines([_row(**{**near, "n_runs": 4}), _row(**{**near, "verdict": "not_tested"})]) == []
+
+
 def test_server_names_read_as_a_person_says_them():
     assert narrative.server_name("10.11.19-MariaDB-0+deb12u1, 10.11.19-MariaDB-0+deb12u1-log") == "MariaDB 10.11.19"
     assert narrative.server_name("9.7.4-2") == "MySQL 9.7.4"

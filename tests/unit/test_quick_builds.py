@@ -1487,6 +1487,11 @@ def test_the_family_25_builds_analysed_together_decide_mariadbs_edge_comparison(
     general = together.table.set_index("comparison").loc["utf8mb4_general_vs_utf8mb3"]
     assert general["n_runs"] == 7 and general["verdict_label"] == "contradicted: higher than 1.05"
     assert 1.05 < general["ci_low"] < general["estimate"] < 1.07
+    # two runs that each decide it (CK, CL) read it inconclusive together: runs are the units, df 1
+    (pair,) = report.analyze_runs(runs[-2:], RAW)
+    general = pair.table.set_index("comparison").loc["utf8mb4_general_vs_utf8mb3"]
+    assert general["n_runs"] == 2 and general["verdict_label"] == "inconclusive"
+    assert general["ci_low"] < 1.04 and general["ci_high"] > 1.08
 
 
 def test_rounds_set_by_time_give_the_slow_disk_fewer_rounds_and_keep_c3_mariadbs_blocks_fixed():
