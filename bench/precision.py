@@ -6,6 +6,8 @@
     python bench/precision.py --run A1 A2 .. --against B1 B2 ..   # do two sessions agree?
     python bench/precision.py --builds [I J ..]        # every pair of the shipped quick builds, and
                                                        # (three or more) each interval against the others
+    python bench/precision.py --builds --calibration   # each verdict's "same on a rerun" against
+                                                       # the other builds of its processor
 
 The half-width is taken on the log scale, where the interval is symmetric:
 exp((ln hi - ln lo) / 2) - 1, so "3%" means the interval is the estimate x/÷ 1.03. Intervals come
@@ -193,6 +195,74 @@ def coverage(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def calibration(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """One row per verdict of a build: its chance of reading the same on a rerun against what the
+    other builds on the same processor read (`observed`: the share with the same label).
+
+    Beside the reported chance (`rerun_chance`, a plug-in: the run's estimate taken as the truth)
+    a predictive one (`predictive`) also draws the truth from the run's own interval: a rerun's
+    mean then spreads with twice the run's variance, sd^2 / n for the truth and as much again for
+    the rerun (Killeen, "An alternative to null-hypothesis significance tests", Psychological
+    Science 2005; Goodman, Statistics in Medicine 1992, on the plug-in's optimism). Builds of one
+    processor differ in design over the sessions, and neither chance knows the run-level states
+    that other builds hold: both are read against the builds as they were made."""
+    claims = load_claims(ROOT / "data" / "claims.yaml")
+    rows = []
+    for (claim, comparison, target, _), part in _pooled(tables).groupby(
+            ["claim", "comparison", "target", "processor"], sort=True):
+        for index, row in part.iterrows():
+            others = part.drop(index=index)
+            if others.empty or not math.isfinite(row["sd_unit"]):
+                continue
+            mean, sd, n = math.log(row["estimate"]), float(row["sd_unit"]), int(row["n_blocks"])
+            if row["stop_rule"] is not None:
+                chances = stats.sequential_label_chances(claims[claim].comparison(comparison), mean, sd,
+                                                         row["stop_rule"], int(row["family_size"]),
+                                                         between=sd / math.sqrt(n))
+            else:
+                published = None if pd.isna(row["published_ratio"]) else float(row["published_ratio"])
+                decide = stats.labeller(row["kind"], row["direction"], published, float(row["equivalence_margin"]))
+                chances = stats.label_chances(decide, mean, sd, n, float(row["confidence"]),
+                                              between=sd / math.sqrt(n))
+            rows.append({"build": row["build"], "processor": row["processor"], "claim": claim,
+                         "comparison": comparison, "target": target, "verdict_label": row["verdict_label"],
+                         "rerun_chance": row["rerun_chance"], "predictive": chances.get(row["verdict_label"], 0.0),
+                         "observed": float((others["verdict_label"] == row["verdict_label"]).mean()),
+                         "others": len(others)})
+    return pd.DataFrame(rows)
+
+
+CALIBRATION_BINS = (0.0, 0.8, 0.9, 0.95, 0.99, 1.0)
+
+
+def calibration_bins(frame: pd.DataFrame, column: str = "rerun_chance") -> pd.DataFrame:
+    """`calibration`'s verdicts binned by one chance: how many, the mean chance, the mean observed
+    agreement; the last row (`all`) with the Brier score of the chance against the observed share."""
+    bins = pd.cut(frame[column], list(CALIBRATION_BINS[:-1]) + [1.0 + 1e-9], right=False,
+                  labels=[f"{a:.0%}-{b:.0%}" for a, b in itertools.pairwise(CALIBRATION_BINS)])
+    out = frame.groupby(bins, observed=True).agg(verdicts=(column, "size"), chance=(column, "mean"),
+                                                  observed=("observed", "mean"))
+    out.loc["all"] = [len(frame), frame[column].mean(), frame["observed"].mean()]
+    out["brier"] = math.nan
+    out.loc["all", "brier"] = float(((frame[column] - frame["observed"]) ** 2).mean())
+    return out
+
+
+def print_calibration(tables: dict[str, pd.DataFrame]) -> None:
+    frame = calibration(tables)
+    print(f"Same on a rerun against the other builds of each processor ({len(frame)} verdicts of "
+          f"{frame['build'].nunique()} builds):")
+    for column, name in (("rerun_chance", "reported (plug-in)"), ("predictive", "predictive")):
+        print(f"\n{name}:")
+        print(calibration_bins(frame, column).rename_axis(None).to_string(float_format="{:.4f}".format, na_rep=""))
+    print("\nper processor: mean observed, mean chance (reported, predictive), Brier (reported, predictive)")
+    for processor, part in frame.groupby("processor"):
+        brier = [((part[c] - part["observed"]) ** 2).mean() for c in ("rerun_chance", "predictive")]
+        print(f"  {processor}: {len(part)} verdicts, observed {part['observed'].mean():.3f}, chance "
+              f"{part['rerun_chance'].mean():.3f} / {part['predictive'].mean():.3f}, "
+              f"Brier {brier[0]:.4f} / {brier[1]:.4f}")
+
+
 def build_runs(names: list[str] | None, data: Path | None) -> dict[str, list[Path]]:
     """The runs of the quick builds listed in data/quick_builds.json (all of them by default)."""
     listed = json.loads((ROOT / "data" / "quick_builds.json").read_text())
@@ -256,6 +326,9 @@ def main(argv=None) -> int:
                     help="with --run: a second session's run ids, compared comparison by comparison")
     ap.add_argument("--builds", nargs="*", default=None,
                     help="compare every pair of these quick builds (data/quick_builds.json; default: all)")
+    ap.add_argument("--calibration", action="store_true",
+                    help="with --builds: each verdict's chance of reading the same on a rerun against "
+                         "the other builds of its processor")
     ap.add_argument("--profile", default="quick", choices=params.PROFILES)
     ap.add_argument("--experiment", nargs="*", help="params names (default: every claim's)")
     ap.add_argument("--target", nargs="*", default=["mariadb", "mysql"], help="targets to run on")
@@ -266,8 +339,11 @@ def main(argv=None) -> int:
         if len(args.builds) == 1:
             raise ClaimlabError(f"--builds {args.builds[0]}: give two builds or more (pairs are compared), "
                                 "or none for all; one build's runs: --run")
-        print_builds({name: table(dirs) for name, dirs in build_runs(args.builds, args.data).items()})
+        tables = {name: table(dirs) for name, dirs in build_runs(args.builds, args.data).items()}
+        (print_calibration if args.calibration else print_builds)(tables)
         return 0
+    if args.calibration:
+        raise ClaimlabError("--calibration reads the shipped quick builds: add --builds (none for all)")
     if args.run:
         dirs = [find_run(r, args.data) for r in args.run]
     else:

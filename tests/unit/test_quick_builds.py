@@ -6,6 +6,7 @@ builds' record) and the README say of those pairs and of the builds analysed tog
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -106,6 +107,8 @@ def test_an_unlisted_build_is_named_in_one_line():
         bench_module("precision").main(["--builds", "I", "ZZ"])
     with pytest.raises(ClaimlabError, match=r"--builds AJ: give two builds or more"):
         bench_module("precision").main(["--builds", "AJ"])
+    with pytest.raises(ClaimlabError, match=r"--calibration reads the shipped quick builds: add --builds"):
+        bench_module("precision").main(["--calibration", "--run", "20261128T102511Z-1c4e4c"])
 
 
 def test_the_shipped_builds_analysed_together_decide_every_comparison():
@@ -1535,3 +1538,45 @@ def test_the_family_25_full_runs_meet_c4s_5pct_on_both_servers():
         assert (table["half_width"] <= 0.05).all(), table["half_width"]
         assert (table["verdict_label"] == "supported, smaller than published").all()
         assert 2.1 < table.loc["mariadb", "estimate"] < 2.4 and 2.35 < table.loc["mysql", "estimate"] < 2.6
+
+
+# The shipped builds up to CN (2026-11-28 10:25): the calibration below is read over exactly these.
+THROUGH_CN = list(json.loads((ROOT / "data" / "quick_builds.json").read_text()))[:70]
+
+
+def test_same_on_a_rerun_is_read_against_the_other_builds_of_each_processor(capsys):
+    # README, "Same on a rerun": over the 70 builds I-CN (1260 verdicts), the reported plug-in chance
+    # runs above the other builds' agreement where it is below 99%, most on the noisy hosts; a
+    # predictive chance (the truth drawn from the run's interval) scores better over all the builds
+    # and worse on the two EPYC hosts whose builds agree most, so the reports keep the plug-in
+    assert THROUGH_CN[0] == "I" and THROUGH_CN[-1] == "CN"
+    precision = bench_module("precision")
+    frame = precision.calibration(_tables(THROUGH_CN))
+    assert len(frame) == 1260 and frame["build"].nunique() == 70
+    assert frame[["rerun_chance", "predictive", "observed"]].apply(lambda c: c.between(0, 1).all()).all()
+    reported, predictive = (precision.calibration_bins(frame, c) for c in ("rerun_chance", "predictive"))
+    assert reported.loc["all", "observed"] == pytest.approx(0.930, abs=0.001)
+    assert reported.loc["all", "chance"] == pytest.approx(0.956, abs=0.001)
+    assert reported.loc["all", "brier"] == pytest.approx(0.0214, abs=0.0002)
+    assert predictive.loc["all", "brier"] == pytest.approx(0.0191, abs=0.0002)
+    over = reported["chance"] - reported["observed"]
+    assert over["90%-95%"] > 0.15 and over["95%-99%"] > 0.05 and abs(over["0%-80%"]) < 0.02
+    assert reported["verdicts"].iloc[:-1].sum() == 1260
+    brier = frame.assign(reported=(frame["rerun_chance"] - frame["observed"]) ** 2,
+                         predicted=(frame["predictive"] - frame["observed"]) ** 2).groupby("processor")[
+        ["reported", "predicted"]].mean()
+    epyc = brier.index.str.contains("family 2[56]")
+    assert epyc.sum() == 2 and (brier.loc[epyc, "reported"] < brier.loc[epyc, "predicted"]).all()
+    assert (brier.loc[~epyc, "reported"] > brier.loc[~epyc, "predicted"]).all()
+    # the chances between 80% and 99% hold on the EPYC hosts and not on the Intel host
+    middle = frame[frame["rerun_chance"].between(0.8, 0.99, inclusive="left")]
+    held = middle.groupby("processor")[["rerun_chance", "observed"]].mean()
+    family = {re.search(r"family (\d+ model \d+)", p).group(1): row for p, row in held.iterrows() if " model " in p}
+    assert abs(family["25 model 17"]["rerun_chance"] - family["25 model 17"]["observed"]) < 0.01
+    assert abs(family["26 model 2"]["rerun_chance"] - family["26 model 2"]["observed"]) < 0.03
+    assert family["6 model 207"]["rerun_chance"] - family["6 model 207"]["observed"] > 0.2
+    precision.print_calibration(_tables(["CF", "CG", "CH"]))
+    out = capsys.readouterr().out
+    assert out.startswith("Same on a rerun against the other builds of each processor (54 verdicts of 3 builds)")
+    assert "reported (plug-in):" in out and "predictive:" in out
+    assert "AMD EPYC (AuthenticAMD family 25 model 17 stepping 1): 54 verdicts" in out

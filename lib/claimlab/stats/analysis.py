@@ -244,8 +244,9 @@ def _rerun_chance(comparison, mean: float, sd: float, n: int, alpha: float, labe
     """The chance that another run of this design reads `label` again (`power.label_chances`;
     for one run of a sequential design, `sequential_label_chances`, which stops as its rule
     does), with this run's estimate and spread in place of the truth: a plug-in, so a verdict
-    on an edge of a fixed design reads about 50%, a firm one about 100%. Over the quick builds
-    D-N it ran a little above the share of other builds that agreed (README, "Same on a rerun")."""
+    on an edge of a fixed design reads about 50%, a firm one about 100%. Against the other builds
+    of its processor (`bench/precision.py --calibration`) it holds on the EPYC hosts and runs well
+    above what the Intel host's builds agreed on (README, "Same on a rerun")."""
     if n < 2 or not math.isfinite(sd):
         return math.nan
     if rule is not None:
