@@ -1432,12 +1432,13 @@ def test_a_build_after_the_full_runs_agrees_and_every_build_on_this_processor_ag
 # measuring code); CH: 51f7f8a (C3's and C4's rounds set by time, C1 MariaDB two bursts, C3
 # MariaDB eight to fourteen timed rounds); CI: eef5cb6 (C3 MariaDB back to twelve fixed rounds); CJ:
 # 2e4d47e, CK and CL (the next session): d83a98a (CI's measuring code); CM: d1f5d79 (the same
-# measuring code, with the report's near-an-edge lines); CN (a session later): 86984b8 (the same).
+# measuring code, with the report's near-an-edge lines); CN (a session later): 86984b8 (the same);
+# CO: 00c72ad (the same).
 COMMITS |= {"CF": "dff8cbf441ea78f1d849d16c98c203f2bc2f15f9", "CG": "dff8cbf441ea78f1d849d16c98c203f2bc2f15f9",
             "CH": "51f7f8a897eea35753830650ccc0ad9cd36480db", "CI": "eef5cb6a545a053f2d04cd19e0e2971edacf0435",
             "CJ": "2e4d47e0a80eb4a0c0c1a44d972a08fafedba297", "CK": "d83a98a8af03eb39c821c589126b6e60e7451923",
             "CL": "d83a98a8af03eb39c821c589126b6e60e7451923", "CM": "d1f5d7902fd93aa01b788c93b867907fca9f8b0e",
-            "CN": "86984b81a956322dc86087bdd9ce238bef15bc94"}
+            "CN": "86984b81a956322dc86087bdd9ce238bef15bc94", "CO": "00c72ad62501bb7fa2dc645667bfadeddef1a3aa"}
 
 
 def _rounds(build: str) -> dict:
@@ -1454,12 +1455,12 @@ def _rounds(build: str) -> dict:
 
 def test_the_family_25_builds_meet_every_width_and_differ_only_on_mariadbs_edge_comparison(capsys):
     # CF (00:45), CG (01:00), CH (01:21), CI (02:15), CJ (04:12), CK (05:59), CL (06:19), CM (07:00),
-    # CN (10:25): C2's main comparison within ±0.6-2.6%, C1 ±2.1% at the widest, every claim's
-    # overhead at most 25%; 67-98% of C2's values fast. MySQL's main comparison reads 1.80-1.82 here
-    # (1.44 on family 26). Over the 36 pairs, 634 of 648 verdicts alike; the fourteen differences are
-    # MariaDB's utf8mb4_general/utf8mb3 (1.051-1.064 against its 5% band): "contradicted: higher than
-    # 1.05" in CF, CG and CJ-CN, "inconclusive" in CH and CI.
-    builds = ["CF", "CG", "CH", "CI", "CJ", "CK", "CL", "CM", "CN"]
+    # CN (10:25), CO (12:11): C2's main comparison within ±0.6-2.6%, C1 ±2.1% at the widest, every
+    # claim's overhead at most 25%; 67-98% of C2's values fast. MySQL's main comparison reads 1.80-1.82
+    # here (1.44 on family 26). Over the 45 pairs, 794 of 810 verdicts alike; the sixteen differences
+    # are MariaDB's utf8mb4_general/utf8mb3 (1.051-1.066 against its 5% band): "contradicted: higher
+    # than 1.05" in CF, CG and CJ-CO, "inconclusive" in CH and CI.
+    builds = ["CF", "CG", "CH", "CI", "CJ", "CK", "CL", "CM", "CN", "CO"]
     tables = _tables(builds)
     readings = {b: _c2_reading(tables, b) for b in builds}
     assert {b: {t: round(x, 3) for t, x in main.items()} for b, (_, main) in readings.items()} == {
@@ -1467,12 +1468,12 @@ def test_the_family_25_builds_meet_every_width_and_differ_only_on_mariadbs_edge_
         "CH": {"mariadb": 0.012, "mysql": 0.026}, "CI": {"mariadb": 0.017, "mysql": 0.016},
         "CJ": {"mariadb": 0.012, "mysql": 0.010}, "CK": {"mariadb": 0.009, "mysql": 0.012},
         "CL": {"mariadb": 0.008, "mysql": 0.007}, "CM": {"mariadb": 0.010, "mysql": 0.006},
-        "CN": {"mariadb": 0.008, "mysql": 0.012}}
+        "CN": {"mariadb": 0.008, "mysql": 0.012}, "CO": {"mariadb": 0.007, "mysql": 0.017}}
     assert all(0.67 <= share <= 0.98 for fast, _ in readings.values() for share in fast.values())
     assert max(tables[b].query("claim == 'C1'")["half_width"].max() for b in builds) == pytest.approx(0.021, abs=0.001)
     _every_claims_overhead_at_most(builds, 0.25)
     pairs = bench_module("precision").builds_agreement(tables)
-    assert (pairs["same_verdict"].sum(), pairs["same_label"].sum(), len(pairs)) == (634, 634, 36)
+    assert (pairs["same_verdict"].sum(), pairs["same_label"].sum(), len(pairs)) == (794, 794, 45)
     assert (pairs["c2_over_3pct"] == "-").all() and set(pairs["processors"]) == {"same"}
     verdicts = pd.DataFrame({name: t.set_index(["claim", "comparison", "target"])["verdict"]
                              for name, t in tables.items()})
