@@ -155,12 +155,9 @@ def replication(tables: dict[str, pd.DataFrame], goal: float = 0.95) -> pd.DataF
         first, last = part.iloc[0], part.iloc[-1]
         published = None if pd.isna(first["published_ratio"]) else float(first["published_ratio"])
         decide = stats.labeller(first["kind"], first["direction"], published, float(first["equivalence_margin"]))
-        rule = last["stop_rule"]
-        if rule is not None:     # the last build's design looks on until decided
-            chances = stats.sequential_label_chances(claims[claim].comparison(comparison), logs.mean(), sd,
-                                                     rule, int(last["family_size"]), between)
-        else:
-            chances = stats.label_chances(decide, logs.mean(), sd, n, float(first["confidence"]), between)
+        rule = last["stop_rule"]     # the last build's design (a sequential one looks on until decided)
+        chances = stats.design_label_chances(claims[claim].comparison(comparison), logs.mean(), sd, n,
+                                             float(first["confidence"]), rule, int(last["family_size"]), between)
         labels = part["verdict_label"].tolist()
         pairs = list(itertools.combinations(labels, 2))
         rows.append({"claim": claim, "comparison": comparison, "target": target,
@@ -214,16 +211,10 @@ def calibration(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
             others = part.drop(index=index)
             if others.empty or not math.isfinite(row["sd_unit"]):
                 continue
-            mean, sd, n = math.log(row["estimate"]), float(row["sd_unit"]), int(row["n_blocks"])
-            if row["stop_rule"] is not None:
-                chances = stats.sequential_label_chances(claims[claim].comparison(comparison), mean, sd,
-                                                         row["stop_rule"], int(row["family_size"]),
-                                                         between=sd / math.sqrt(n))
-            else:
-                published = None if pd.isna(row["published_ratio"]) else float(row["published_ratio"])
-                decide = stats.labeller(row["kind"], row["direction"], published, float(row["equivalence_margin"]))
-                chances = stats.label_chances(decide, mean, sd, n, float(row["confidence"]),
-                                              between=sd / math.sqrt(n))
+            sd, n = float(row["sd_unit"]), int(row["n_blocks"])
+            chances = stats.design_label_chances(claims[claim].comparison(comparison), math.log(row["estimate"]),
+                                                 sd, n, float(row["confidence"]), row["stop_rule"],
+                                                 int(row["family_size"]), between=sd / math.sqrt(n))
             rows.append({"build": row["build"], "processor": row["processor"], "claim": claim,
                          "comparison": comparison, "target": target, "verdict_label": row["verdict_label"],
                          "rerun_chance": row["rerun_chance"], "predictive": chances.get(row["verdict_label"], 0.0),

@@ -39,6 +39,7 @@ from .sequential import (
                     Look,
                     SimulatedRuns,
                     StopDecision,
+                    design_label_chances,
                     obrien_fleming_spending,
                     repeated_interval,
                     sequential_alpha,
@@ -64,6 +65,7 @@ __all__ = [
     "obrien_fleming_spending",
     "outlier_rule", "paired_power", "per_operation", "prepare", "ratio_interval",
     "repeated_interval", "run_components", "run_spread", "sequential_alpha", "sequential_label_chances",
+    "design_label_chances",
     "sequential_look", "SimulatedRuns", "simulate_sequential",
     "should_stop", "stop_callback", "stopping_for", "speed_flags", "summary_line", "target_note", "verdict",
 ]

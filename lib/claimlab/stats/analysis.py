@@ -25,13 +25,12 @@ from .power import (
     blocks_for_margin,
     blocks_needed,
     holm,
-    label_chances,
     minimal_detectable_effect,
     paired_power,
 )
 from .selection import Group, Policy, comparison_groups, family_sizes
-from .sequential import sequential_alpha, sequential_label_chances
-from .verdicts import EDGE_FACTOR, EDGE_MARK, VERDICTS, edge_label, labeller, target_note, verdict
+from .sequential import design_label_chances, sequential_alpha
+from .verdicts import EDGE_FACTOR, EDGE_MARK, VERDICTS, edge_label, target_note, verdict
 
 SMALL_EFFECT = 0.05
 RERUN_NOTED = 0.95   # a verdict note gives the rerun chance below this
@@ -249,11 +248,7 @@ def _rerun_chance(comparison, mean: float, sd: float, n: int, alpha: float, labe
     above what the Intel host's builds agreed on (README, "Same on a rerun")."""
     if n < 2 or not math.isfinite(sd):
         return math.nan
-    if rule is not None:
-        return sequential_label_chances(comparison, mean, sd, rule, family_size).get(label, 0.0)
-    decide = labeller(comparison.kind, comparison.direction, comparison.published_ratio,
-                      comparison.equivalence_margin)
-    return label_chances(decide, mean, sd, n, 1 - alpha).get(label, 0.0)
+    return design_label_chances(comparison, mean, sd, n, 1 - alpha, rule, family_size).get(label, 0.0)
 
 
 def _needed_note(row, comparison, units: str) -> str:

@@ -24,9 +24,9 @@ from claimlab.claims import Claim, Comparison
 from claimlab.stopping import StopRule
 
 from .intervals import Interval, LogRatio, log_ratio
-from .power import AGREEMENT_DRAWS, AGREEMENT_SEED
+from .power import AGREEMENT_DRAWS, AGREEMENT_SEED, label_chances
 from .selection import DEFAULT_POLICY, Policy, comparison_groups, family_sizes
-from .verdicts import decided, verdict
+from .verdicts import decided, labeller, verdict
 
 _BOUNDARY_PATHS = 200_000
 _BOUNDARY_CHUNK = 20_000
@@ -174,6 +174,18 @@ def sequential_label_chances(comparison: Comparison, log_ratio: float, sd: float
     several the run may go on for the others, which only narrows its final interval."""
     runs = simulate_sequential([comparison], [log_ratio], sd, rule, family_size, between, draws, seed)
     return runs.label_chances(comparison.name)
+
+
+def design_label_chances(comparison: Comparison, log_ratio: float, sd: float, n: int, confidence: float,
+                         rule: StopRule | None = None, family_size: int = 1,
+                         between: float = 0.0) -> dict[str, float]:
+    """The chance of each label a run of this design gives: `sequential_label_chances` when it
+    stops by `rule`, else `power.label_chances` at `n` fixed blocks and `confidence`."""
+    if rule is not None:
+        return sequential_label_chances(comparison, log_ratio, sd, rule, family_size, between)
+    decide = labeller(comparison.kind, comparison.direction, comparison.published_ratio,
+                      comparison.equivalence_margin)
+    return label_chances(decide, log_ratio, sd, n, confidence, between)
 
 
 def should_stop(results: pd.DataFrame, claim: Claim, rule: StopRule, *,
