@@ -488,8 +488,9 @@ def cmd_profile(args) -> int:
                 ic = profiling.count_instructions(launcher, c.target, c.options, c.workload, c.name,
                                                   Path(work) / "callgrind")
                 counts.append(ic)
-                print(f"{c.name}: {ic.mean:,.0f} instructions per statement, {ic.per_row:,.0f} per row, "
-                      f"spread {ic.relative_spread:.3%} over {len(ic.counts)} runs")
+                print(f"{c.name}: {ic.own_per_row:,.0f} instructions per row in the statement's thread "
+                      f"(spread {ic.own_spread:.3%}), {ic.per_row:,.0f} in all threads "
+                      f"(spread {ic.relative_spread:.3%}) over {len(ic.counts)} runs")
     if len(profiles) >= 2:
         print(f"differential: {profiling.differential(profiles[0], profiles[1], args.out / 'differential.svg')}")
     if profiles:

@@ -27,6 +27,7 @@ from .symbols import SymbolTable
 DIRECTORY = "evidence"
 INDEX = "evidence.json"
 SAMPLE_SECONDS = 6.0
+INSTRUCTION_COLUMNS = ("per_row", "relative_spread", "own_per_row", "own_spread")
 
 
 @dataclass(frozen=True)
@@ -39,12 +40,13 @@ class Evidence:
 
     def summary(self, pattern: str) -> pd.DataFrame:
         """Per condition: samples, share of samples named, share in frames matching `pattern`,
-        and instructions per row where callgrind counted them."""
+        and instructions per row where callgrind counted them (all threads; the statement's own
+        thread too where stored)."""
         table = pd.DataFrame([{"condition": p.condition, "samples": p.samples, "named_share": p.named_share,
                                "share_matching": p.share_of(pattern)} for p in self.profiles])
         if len(self.instructions):
-            table = table.merge(self.instructions[["condition", "per_row", "relative_spread"]],
-                                on="condition", how="left")
+            counted = [c for c in INSTRUCTION_COLUMNS if c in self.instructions.columns]
+            table = table.merge(self.instructions[["condition", *counted]], on="condition", how="left")
         return table
 
 

@@ -6,10 +6,14 @@ statement costs.
   stackcollapse script, rendered with inferno (a maintained Rust port of Brendan Gregg's
   FlameGraph: `inferno-flamegraph`, `inferno-diff-folded`) per condition and as a differential.
 - Instruction counts: wall-clock time on a shared machine is noisy, instruction counts are not. The
-  server runs under `valgrind --tool=callgrind` with instrumentation off; `callgrind_control`
-  zeroes, switches it on around one statement, off, and dumps (the InnoDB settings each product
-  needs under valgrind: `Flavor.valgrind_options`), giving instructions per statement, per row,
-  and per function.
+  server runs under `valgrind --tool=callgrind --separate-threads=yes` with instrumentation off;
+  `callgrind_control` zeroes, switches it on around one statement, off, and dumps (the InnoDB
+  settings each product needs under valgrind: `Flavor.valgrind_options`), giving instructions per
+  statement, per row, and per function. The statement's own thread is counted apart from the
+  server's other threads: their timed wake-ups (page cleaner, purge, MySQL's log writers) fall into
+  the window at random and made all-thread totals differ by up to 65% between repeats. A scan's
+  own count repeats to ~0.05%; an insert loop's to 0.3-3% on MySQL, whose committing thread spins
+  while it waits for the log flush (all threads: 10-11%; measured 2026-11-28).
 
 The OS package's mariadbd and Debian's mysqld have no debug symbols, only their exported ones
 (~29k and ~35k functions): perf frames are named through claimlab.symbols (`names_for`), what
@@ -21,7 +25,6 @@ built with symbols is used by giving its path as the target's `binary`.
 from __future__ import annotations
 
 import contextlib
-import os
 import re
 import shutil
 import signal
@@ -310,16 +313,22 @@ def statement_for(workload: wl.Workload) -> Statement:
 
 @dataclass(frozen=True)
 class InstructionCounts:
-    """Instructions (callgrind Ir, all server threads) of repeated executions of one statement."""
+    """Instructions (callgrind Ir) of repeated executions of one statement: in the thread that ran
+    it (`own`, what the statement costs) and in all server threads during the same window
+    (`counts`, which adds whatever background work happened to wake up)."""
 
     condition: str
     statement: Statement
     counts: tuple[int, ...]
+    own: tuple[int, ...]
     top: pd.DataFrame = field(repr=False, compare=False)   # function, instructions, share, named
 
     def __post_init__(self):
-        if len(self.counts) < 1 or min(self.counts) <= 0:
+        if len(self.counts) < 1 or min(self.own, default=0) <= 0:
             raise ProfilingError(f"condition {self.condition}: callgrind counted no instructions")
+        if len(self.own) != len(self.counts) or any(o > c for o, c in zip(self.own, self.counts)):
+            raise ProfilingError(f"condition {self.condition}: the statement's thread counts do not "
+                                 "match the all-thread counts")
 
     @property
     def mean(self) -> float:
@@ -331,13 +340,28 @@ class InstructionCounts:
 
     @property
     def relative_spread(self) -> float:
-        """(max - min) / mean: run-to-run variation, to set beside the wall-clock one."""
-        return (max(self.counts) - min(self.counts)) / self.mean
+        """(max - min) / mean of the all-thread counts: run-to-run variation, to set beside the
+        wall-clock one."""
+        return _spread(self.counts)
+
+    @property
+    def own_per_row(self) -> float:
+        return sum(self.own) / len(self.own) / self.statement.rows
+
+    @property
+    def own_spread(self) -> float:
+        """(max - min) / mean of the statement's own thread: what the statement itself repeats to."""
+        return _spread(self.own)
 
     def summary(self) -> dict:
         return {"condition": self.condition, "statement": self.statement.sql, "rows": self.statement.rows,
                 "repeats": len(self.counts), "instructions": self.mean, "per_row": self.per_row,
-                "relative_spread": self.relative_spread}
+                "relative_spread": self.relative_spread, "own_per_row": self.own_per_row,
+                "own_spread": self.own_spread}
+
+
+def _spread(counts: tuple[int, ...]) -> float:
+    return (max(counts) - min(counts)) / (sum(counts) / len(counts))
 
 
 def callgrind_program(binary: Path, workdir: Path) -> Path:
@@ -352,7 +376,7 @@ def callgrind_program(binary: Path, workdir: Path) -> Path:
         'for arg in "$@"; do\n'
         f'  case "$arg" in --version|--help|--initialize|--initialize-insecure) exec "{binary}" "$@";; esac\n'
         "done\n"
-        f'exec "{valgrind}" --tool=callgrind --instr-atstart=no --dump-instr=no '
+        f'exec "{valgrind}" --tool=callgrind --separate-threads=yes --instr-atstart=no --dump-instr=no '
         f'--callgrind-out-file="{workdir}/callgrind.out.%p" --log-file="{workdir}/valgrind.%p.log" '
         f'"{binary}" "$@"\n')
     wrapper.chmod(0o755)
@@ -375,7 +399,7 @@ def count_instructions(launcher: Launcher, target: TargetSpec, options: ServerOp
     slow = replace(target, ready_timeout=max(target.ready_timeout, CALLGRIND_READY_TIMEOUT_S))
     server = launcher.prepare(slow, inst.flavor.valgrind_options(options),
                               program=callgrind_program(inst.binary, out_dir))
-    dumps: list[Path] = []
+    dumps: list[dict[str, tuple[Path, int]]] = []   # per dump: thread -> (file, instructions)
     try:
         server.start()
         workload.prepare(server)
@@ -402,9 +426,13 @@ def count_instructions(launcher: Launcher, target: TargetSpec, options: ServerOp
             conn.close()
     finally:
         server.stop()
-    dumps = dumps[warmup:]
-    return InstructionCounts(condition, statement, tuple(_total(d) for d in dumps),
-                             _annotate(dumps[-1], condition, top))
+    # One connection ran every statement, so its thread is the one that counted most over all dumps.
+    own = max(dumps[0], key=lambda thread: sum(d.get(thread, (None, 0))[1] for d in dumps))
+    counted = dumps[warmup:]
+    return InstructionCounts(condition, statement,
+                             counts=tuple(sum(n for _, n in d.values()) for d in counted),
+                             own=tuple(d[own][1] if own in d else 0 for d in counted),
+                             top=_annotate(counted[-1][own][0], condition, top))
 
 
 def _control(control: str, pid: int, *args: str) -> None:
@@ -415,12 +443,15 @@ def _control(control: str, pid: int, *args: str) -> None:
                              f"{_last_line(result.stdout + result.stderr)}")
 
 
-def _new_dump(out_dir: Path, before: set[Path], timeout: float = 30.0) -> Path:
+def _new_dump(out_dir: Path, before: set[Path], timeout: float = 30.0) -> dict[str, tuple[Path, int]]:
+    """The files of the dump just asked for, one per thread (`callgrind.out.PID.N-TT`), by thread,
+    with their instructions, once every one is complete."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        new = sorted(set(out_dir.glob("callgrind.out.*")) - before, key=os.path.getmtime)
-        if new and _total(new[-1], missing_ok=True) is not None:
-            return new[-1]
+        new = set(out_dir.glob("callgrind.out.*")) - before
+        totals = {f: _total(f, missing_ok=True) for f in new}
+        if new and None not in totals.values():
+            return {f.name.rpartition("-")[2]: (f, n) for f, n in totals.items()}
         time.sleep(0.1)
     raise ProfilingError(f"callgrind wrote no dump in {out_dir}")
 

@@ -527,6 +527,19 @@ EVIDENCE_WORDS = {"collation_cost": "share in the comparison", "binlog_default":
                   "charset_mismatch": "share in charset code and lexer"}
 
 
+def evidence_table(ev, experiment: str) -> str:
+    """The evidence summary of a run as an HTML table, with the instruction counts of the
+    statement's own thread beside those of all server threads (runs profiled before 2026-11-28
+    have only the latter)."""
+    return narrative.table_html(
+        ev.summary(EVIDENCE_PATTERNS.get(experiment, ".")),
+        formats={"named_share": narrative.percent, "share_matching": narrative.percent,
+                 "relative_spread": narrative.percent, "own_spread": narrative.percent},
+        labels={"share_matching": EVIDENCE_WORDS.get(experiment, "matching"),
+                "per_row": "instructions per row (all threads)", "relative_spread": "spread (all threads)",
+                "own_per_row": "instructions per row (statement's thread)",
+                "own_spread": "spread (statement's thread)"})
+
 def top_functions(profiles, n: int = 8) -> pd.DataFrame:
     """The functions with the largest own share of samples, one column per condition."""
     table = pd.concat([p.top_functions(n) for p in profiles])

@@ -28,13 +28,18 @@ def test_profile_names_known_server_functions_and_renders(launcher, default_targ
     assert "<svg" in diff.read_text()
 
 
-def test_callgrind_counts_repeat_within_one_percent(launcher, default_target, tmp_path):
+def test_callgrind_counts_of_the_statements_thread_repeat_within_a_tenth_of_a_percent(launcher, default_target,
+                                                                                     tmp_path):
     scan = VarcharScan(name="scan", rows=2_000, collation="utf8mb4_uca1400_ai_ci")
     counts = profiling.count_instructions(launcher, default_target, ServerOptions(innodb_buffer_pool_size="64M"),
                                           scan, "uca1400", tmp_path / "cg", repeats=3)
-    assert len(counts.counts) == 3
-    assert counts.relative_spread < 0.01, counts.counts
-    assert counts.per_row > 100   # a UCA comparison per row is hundreds of instructions
+    assert len(counts.counts) == len(counts.own) == 3
+    # The statement's own thread repeats to ~0.05%; background threads' wake-ups (60k instructions,
+    # 1.2% of this scan, in a CI run of 2026-11-28) add to the all-thread counts only.
+    assert counts.own_spread < 0.001, counts.own
+    assert all(own <= total for own, total in zip(counts.own, counts.counts))
+    assert counts.own_per_row > 100   # a UCA comparison per row is hundreds of instructions
+    assert counts.per_row >= counts.own_per_row
     assert counts.top["instructions"].sum() > 0
     assert counts.top["named"].any()
     assert not any(pid_alive(p) for p in _server_pids(launcher))

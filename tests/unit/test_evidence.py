@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 
-from claimlab import evidence, store
+import pytest
+
+from claimlab import evidence, profiling, report, store
 from conftest import ROOT
 
 
@@ -17,3 +19,22 @@ def test_every_run_without_stored_evidence_is_profiled_not_only_the_first():
     assert [r.name for r in with_evidence] == earlier      # both servers' C2 runs of 2026-11-23
     assert evidence.missing(runs) == [r for r in runs if r.name in quick]
     assert evidence.missing(with_evidence) == []
+
+
+def test_runs_profiled_before_threads_were_counted_apart_show_all_thread_counts_only():
+    run = store.find_run(json.loads((ROOT / "data" / "earlier_runs.json").read_text())["collation_cost"][0])
+    table = evidence.load(run).summary(".")
+    assert {"per_row", "relative_spread"} <= set(table.columns)
+    assert not {"own_per_row", "own_spread"} & set(table.columns)
+    assert "instructions per row (all threads)" in report.evidence_table(evidence.load(run), "collation_cost")
+
+
+def test_a_statement_thread_counting_more_than_all_threads_is_refused():
+    statement = profiling.Statement("SELECT 1", rows=10)
+    counts = profiling.InstructionCounts("c", statement, counts=(1_000, 1_100), own=(900, 1_000), top=None)
+    assert counts.own_per_row == 95 and counts.per_row == 105
+    assert counts.own_spread == pytest.approx(100 / 950)
+    with pytest.raises(profiling.ProfilingError, match="condition c"):
+        profiling.InstructionCounts("c", statement, counts=(1_000, 1_100), own=(900, 1_200), top=None)
+    with pytest.raises(profiling.ProfilingError, match="counted no instructions"):
+        profiling.InstructionCounts("c", statement, counts=(1_000,), own=(0,), top=None)
