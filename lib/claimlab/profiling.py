@@ -321,7 +321,7 @@ class InstructionCounts:
     statement: Statement
     counts: tuple[int, ...]
     own: tuple[int, ...]
-    top: pd.DataFrame = field(repr=False, compare=False)   # function, instructions, share, named
+    top: pd.DataFrame = field(repr=False, compare=False)   # own thread's functions: instructions, share, named
 
     def __post_init__(self):
         if len(self.counts) < 1 or min(self.own, default=0) <= 0:
@@ -426,7 +426,8 @@ def count_instructions(launcher: Launcher, target: TargetSpec, options: ServerOp
             conn.close()
     finally:
         server.stop()
-    # One connection ran every statement, so its thread is the one that counted most over all dumps.
+    # One connection ran every statement, in one thread (a thread per connection, both servers'
+    # default; a thread pool would spread them), the one that counted most over all dumps.
     own = max(dumps[0], key=lambda thread: sum(d.get(thread, (None, 0))[1] for d in dumps))
     counted = dumps[warmup:]
     return InstructionCounts(condition, statement,
