@@ -206,13 +206,16 @@ def simulate_results(conditions: Mapping[Condition, float], *, claim: str, exper
                      workload: str, metric: str, unit: str = "s", n_runs: int = 1,
                      n_blocks: int = 10, n_iterations: int = 5, noise: Noise = Noise(),
                      paired: bool = False, slow: SlowState | None = None, probes: bool = False,
-                     probe_s: float = 0.01, base_value: float = 10.0, contention_rate: float = 0.0,
+                     probe_s: float = 0.01, busy: float | None = None, base_value: float = 10.0,
+                     contention_rate: float = 0.0,
                      contention_shift: float = 0.3, target: str = "simulated",
                      server_version: str = "0.0.0-simulated", seed: int = 0) -> pd.DataFrame:
     """A results table shaped exactly like the runner's, with known multipliers per condition.
 
     `probes` adds the speed witness's metrics (`probe_before_s`, `probe_after_s`, a fixed CPU
     probe of `probe_s` with 3% jitter, multiplied by the slow factor in the slow state).
+    `busy` adds the machine's busy share (metric `machine_busy_share`): about `busy` in the
+    normal state, 0.15 less in the slow state (the idle time of `stats.speed`), jitter 0.005.
     `contention_rate` marks that share of measurements as taken on a busy machine and shifts
     their log value by `contention_shift`.
     """
@@ -246,6 +249,12 @@ def simulate_results(conditions: Mapping[Condition, float], *, claim: str, exper
             frame.assign(metric=name, unit="s",
                          value=probe_s * factor * np.exp(rng.normal(0, 0.03, len(frame))))
             for name in ("probe_before_s", "probe_after_s")], ignore_index=True)
+    if busy is not None:
+        measured = frame[~frame["metric"].isin(("probe_before_s", "probe_after_s"))]
+        idle = np.where(states.ravel(), 0.15, 0.0)
+        share = np.clip(busy - idle + rng.normal(0, 0.005, len(measured)), 0.0, 1.0)
+        frame = pd.concat([frame, measured.assign(metric="machine_busy_share", unit="1", value=share)],
+                          ignore_index=True)
     return frame.sort_values(["_order", "metric"], ignore_index=True).drop(columns="_order")
 
 

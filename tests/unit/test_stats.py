@@ -336,6 +336,36 @@ def _slow_truth(results):
     return probes.assign(slow=probes["value"] > 0.015)[["repetition", "iteration", "condition", "slow"]]
 
 
+def test_idle_time_flags_a_busy_workloads_slow_state_that_its_probes_miss():
+    # the Intel host of 2026-11-29: C1's QPS fell with the busy share while every probe stayed normal
+    options = dict(claim="C1", n_blocks=10, n_iterations=4, paired=True, seed=7,
+                   slow=SlowState(share=0.3, mean_length=3))
+    comparison = CLAIMS["C1"].comparisons[0]
+    results = simulate_comparison(comparison, true_ratio=0.8, busy=0.99, **options)
+    flags = stats.speed_flags(results)
+    measured = results["metric"] == comparison.metric
+    busy = results[results["metric"] == "machine_busy_share"]
+    truth = results[measured].merge(busy.assign(slow=busy["value"] < 0.9)[
+        ["repetition", "iteration", "condition", "slow"]], on=["repetition", "iteration", "condition"])["slow"]
+    assert 0.15 < truth.mean() < 0.45
+    assert (flags[measured].to_numpy(dtype=bool) == truth.to_numpy()).all()
+
+    # a workload that waits by design (a scan on one of two vCPUs) has no idle-time witness
+    waiting = simulate_comparison(comparison, true_ratio=0.8, busy=0.5, **options)
+    assert stats.speed_flags(waiting).isna().all()
+    row = stats.analyze(waiting, CLAIMS["C1"]).iloc[0]
+    assert math.isnan(row["flagged_share"]) and "no witness" in row["verdict_note"]
+
+    # with probes too, a measurement is slow when either witness says so
+    both = simulate_comparison(comparison, true_ratio=0.8, busy=0.99, probes=True, **options)
+    either = stats.speed_flags(both)
+    assert (either[both["metric"] == comparison.metric].to_numpy(dtype=bool) == truth.to_numpy()).all()
+    every = stats.analyze(results, CLAIMS["C1"]).iloc[0]
+    normal = stats.analyze(results, CLAIMS["C1"], normal_only=True).iloc[0]
+    assert every["flagged_share"] == normal["flagged_share"] == pytest.approx(truth.mean())
+    assert normal["n_obs_baseline"] < every["n_obs_baseline"] and "only normal-state" in normal["verdict_note"]
+
+
 def test_no_probes_means_no_witness():
     results = simulate_comparison(CLAIMS["C4"].comparisons[0], true_ratio=2.0, claim="C4", n_blocks=4)
     flags = stats.speed_flags(results)

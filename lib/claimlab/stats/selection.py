@@ -27,7 +27,7 @@ from .observations import (
     side_fast_state,
     slow_hour_note,
 )
-from .speed import PROBE_METRICS, flagged_share, slow_mask, speed_flags, witness_note
+from .speed import flagged_share, slow_mask, speed_flags, witness_note
 
 
 @dataclass(frozen=True)
@@ -71,8 +71,7 @@ def claim_metrics(claim: Claim) -> list[str]:
 
 def comparison_groups(results: pd.DataFrame, claim: Claim, policy: Policy) -> Iterator[Group]:
     """Every comparison of the claim, per target that ran both sides, in declaration order."""
-    flags = speed_flags(results) if results["metric"].isin(PROBE_METRICS).any() else None
-    rows = results.assign(slow=flags) if flags is not None else results.assign(slow=pd.NA)
+    rows = results.assign(slow=speed_flags(results))
     rows = rows[rows["metric"].isin(claim_metrics(claim))]
     data = prepare(rows, policy.outlier_threshold)
     strata_of = factor_columns(data)
