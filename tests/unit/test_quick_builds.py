@@ -1583,3 +1583,73 @@ def test_same_on_a_rerun_is_read_against_the_other_builds_of_each_processor(caps
     assert out.startswith("Same on a rerun against the other builds of each processor (54 verdicts of 3 builds)")
     assert "reported (plug-in):" in out and "predictive:" in out
     assert "AMD EPYC (AuthenticAMD family 25 model 17 stepping 1): 54 verdicts" in out
+
+
+# 2026-11-29 03:49-04:41, an Intel Xeon of family 6, model 167 (the fourth processor of this VM kind
+# here), nothing beside the builds: CP-CS clean clones of b7394d6, CT of e4e0a4f (the idle-time
+# witness; the same measuring code). data/README.md, "A fourth host".
+MODEL_167 = ["CP", "CQ", "CR", "CS", "CT"]
+COMMITS |= {"CP": "b7394d6fc266861bd249d25b6f8043cdb4f3a4ef", "CQ": "b7394d6fc266861bd249d25b6f8043cdb4f3a4ef",
+            "CR": "b7394d6fc266861bd249d25b6f8043cdb4f3a4ef", "CS": "b7394d6fc266861bd249d25b6f8043cdb4f3a4ef",
+            "CT": "e4e0a4fbd70392340efa8fc7d96575f97abe12fe"}
+
+
+def test_the_model_167_builds_meet_c2s_width_and_differ_where_a_comparison_sits_on_an_edge():
+    # C2 stops at its fewest starts here (12 MariaDB, 10 MySQL), 98-100% of its values fast, main
+    # comparison ±0.25-1.1%; MySQL's reads 1.55-1.56 (1.44 on family 26, 1.80 on family 25). C1 meets
+    # its 5% but in CP, whose MariaDB run was 40% idle time (±6.7%). 164 of 180 verdicts alike over
+    # ten pairs: CP's C1 mismatch/utf8mb4 on MariaDB, and two comparisons on their edges in every
+    # build, MySQL's C1 utf8mb4/latin1 (0.957-0.973 against 0.95) and MariaDB's C2 utf8mb4_general/
+    # utf8mb3 (1.043-1.050 against 1.05).
+    for _, _, manifest in _made_by(MODEL_167):
+        cpu = manifest["provenance"]["host"]["cpu"]
+        assert (cpu["vendor"], cpu["family"], cpu["model"]) == ("GenuineIntel", "6", "167")
+    tables = _tables(MODEL_167)
+    readings = {b: _c2_reading(tables, b) for b in MODEL_167}
+    assert {b: {t: round(x, 3) for t, x in main.items()} for b, (_, main) in readings.items()} == {
+        "CP": {"mariadb": 0.005, "mysql": 0.007}, "CQ": {"mariadb": 0.003, "mysql": 0.011},
+        "CR": {"mariadb": 0.004, "mysql": 0.006}, "CS": {"mariadb": 0.004, "mysql": 0.006},
+        "CT": {"mariadb": 0.003, "mysql": 0.004}}
+    assert all(share >= 0.98 for fast, _ in readings.values() for share in fast.values())
+    c1_widest = {b: round(t.query("claim == 'C1'")["half_width"].max(), 3) for b, t in tables.items()}
+    assert c1_widest == {"CP": 0.067, "CQ": 0.019, "CR": 0.015, "CS": 0.037, "CT": 0.016}
+    _every_claims_overhead_at_most(MODEL_167, 0.25)
+    pairs = bench_module("precision").builds_agreement(tables)
+    assert (pairs["same_verdict"].sum(), pairs["same_label"].sum(), len(pairs)) == (164, 160, 10)
+    assert (pairs["c2_over_3pct"] == "-").all() and set(pairs["processors"]) == {"same"}
+    verdicts = pd.DataFrame({name: t.set_index(["claim", "comparison", "target"])["verdict"]
+                             for name, t in tables.items()})
+    assert sorted(verdicts[verdicts.nunique(axis=1) > 1].index) == [
+        ("C1", "mismatch_vs_utf8mb4", "mariadb"), ("C1", "utf8mb4_vs_latin1", "mysql"),
+        ("C2", "utf8mb4_general_vs_utf8mb3", "mariadb")]
+    mysql_main = [t.query("comparison == 'uca_ai_vs_utf8mb3' and target == 'mysql'")["estimate"].item()
+                  for t in tables.values()]
+    assert all(1.54 < x < 1.57 for x in mysql_main)
+
+
+def test_cps_idle_c1_iterations_are_flagged_and_its_normal_state_reads_as_the_other_builds():
+    # CP's C1 MariaDB run: 4 of 10 iterations at 0.55-0.65x the QPS with busy shares 0.80-0.87 against
+    # 0.98-1.00, every probe normal. The idle-time witness flags exactly those; the probe none.
+    (path,) = [p for _, p, m in _made_by(["CP"])
+               if (m["experiment"], m["default_target"]) == ("charset_mismatch", "mariadb")]
+    results = store.read_results(path)
+    qps = results[results["metric"] == "qps"]
+    flags = stats.speed_flags(results)[qps.index]
+    probes = results[results["metric"].isin(stats.PROBE_METRICS)]["value"]
+    assert probes.max() < 1.2 * probes.min()
+    latin1 = qps.assign(slow=flags)[qps["charset"] == "latin1"]
+    assert latin1["slow"].sum() == 4
+    assert latin1.loc[latin1["slow"], "value"].max() < 0.7 * latin1.loc[~latin1["slow"], "value"].min()
+    claim = load_claims(ROOT / "data" / "claims.yaml")["C1"]
+    every = stats.analyze(results, claim).set_index("comparison")
+    normal = stats.analyze(results, claim, normal_only=True).set_index("comparison")
+    assert every.loc["mismatch_vs_latin1", "flagged_share"] == pytest.approx(0.4)
+    assert (round(every.loc["mismatch_vs_latin1", "estimate"], 3), every.loc["mismatch_vs_utf8mb4", "verdict"]) == (
+        0.883, "inconclusive")
+    main = normal.loc["mismatch_vs_latin1"]
+    assert round(main["estimate"], 3) == 0.854 and main["ci_high"] / main["ci_low"] - 1 < 0.02
+    assert normal.loc["mismatch_vs_utf8mb4", "verdict"] == "supported"
+    # the other builds' MariaDB runs, every measurement used: 0.846-0.859
+    others = [t.query("comparison == 'mismatch_vs_latin1' and target == 'mariadb'")["estimate"].item()
+              for b, t in _tables(MODEL_167).items() if b != "CP"]
+    assert all(0.84 < x < 0.86 for x in others)
