@@ -1653,3 +1653,24 @@ def test_cps_idle_c1_iterations_are_flagged_and_its_normal_state_reads_as_the_ot
     others = [t.query("comparison == 'mismatch_vs_latin1' and target == 'mariadb'")["estimate"].item()
               for b, t in _tables(MODEL_167).items() if b != "CP"]
     assert all(0.84 < x < 0.86 for x in others)
+
+
+def test_the_model_167_full_runs_meet_c4s_5pct_on_both_servers():
+    # data/README.md, "A fourth host": C4 at the full profile (twelve blocks of sixteen rounds),
+    # MariaDB and MySQL, in two sets (05:02 and 05:12), from the clean clone of 92e33db after build CT
+    listed = json.loads((ROOT / "data" / "full_runs_model167.json").read_text())
+    precision = bench_module("precision")
+    for runs in (listed["runs"], listed["second"]["runs"]):
+        assert list(runs) == ["binlog_default"]
+        for run_id in runs["binlog_default"]:
+            manifest = _shipped(run_id)
+            assert manifest["profile"] == "full" and manifest["experiment"] == "binlog_default", run_id
+            cpu = manifest["provenance"]["host"]["cpu"]
+            assert (cpu["vendor"], cpu["family"], cpu["model"]) == ("GenuineIntel", "6", "167"), run_id
+            assert manifest["provenance"]["git"] == {"commit": "92e33dbf60dc055e9065861e05287d90311ebae1",
+                                                     "dirty": False}, run_id
+        table = precision.table([store.find_run(r, RAW) for r in runs["binlog_default"]]).set_index("target")
+        assert sorted(table.index) == ["mariadb", "mysql"]
+        assert (table["half_width"] <= 0.05).all(), table["half_width"]
+        assert (table["verdict_label"] == "supported, smaller than published").all()
+        assert 2.3 < table.loc["mariadb", "estimate"] < 2.55 and 2.5 < table.loc["mysql", "estimate"] < 2.75

@@ -31,13 +31,13 @@ On the Intel host of 2026-11-29 (family 6, model 167) C1's QPS fell to 0.55-0.65
 iterations whose busy share fell from 0.99 to 0.80-0.87, with every probe normal. Over the stored
 C1 runs of both AMD hosts, measurements 3 points under their group's busy share ran 10-14%
 slower on average, and under 3% of the others ran 15% slow; the idle time also moves the ratio
-toward 1 (MariaDB's mismatch / latin1 0.7-1.2% higher in flagged iterations there, 7% on that
-Intel host), since the waiting is the same for every level (data/README.md, "A fourth host").
+toward 1 (MariaDB's mismatch / latin1 1-4% higher in flagged iterations there, 7% on that Intel
+host), since the waiting is the same for every level (data/README.md, "A fourth host").
 Rule: where a group (run, target, server version, condition, workload) keeps the machine busy
 (median `machine_busy_share` >= SATURATED, 0.95), a measurement whose busy share is more than
 BUSY_DROP (0.03, three times the normal state's spread of about 0.01) under that median is
-flagged. Workloads that wait by design (fsyncs; a single-threaded scan on two vCPUs: busy shares
-of 0.3-0.5) have no idle-time witness.
+flagged. Workloads that wait by design (fsyncs, busy shares of 0.1-0.45; a single-threaded scan
+on two vCPUs, 0.44-0.52) have no idle-time witness.
 
 The flag never drops a row; `analyze` can use normal-state rows only when asked, and says so.
 """
