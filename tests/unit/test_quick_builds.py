@@ -1523,24 +1523,33 @@ def test_rounds_set_by_time_give_the_slow_disk_fewer_rounds_and_keep_c3_mariadbs
     assert blocks == {"CG": 10, "CH": 16, "CI": 7}
 
 
-def test_the_family_25_full_runs_meet_c4s_5pct_on_both_servers():
-    # data/README.md, "A third host": C4 at the full profile (twelve blocks of sixteen rounds),
-    # MariaDB and MySQL, in two sets at different times, each from the clean clone of a quick build
-    listed = json.loads((ROOT / "data" / "full_runs_family25.json").read_text())
+def _full_c4_sets_meet_5pct(listing: str, cpu: tuple[str, str, str], commit: str,
+                            mariadb: tuple[float, float], mysql: tuple[float, float]) -> None:
+    """A host's two sets of C4 full runs (data/full_runs_*.json): each on that processor, from a
+    clean clone of `commit`, within 5% on both servers, smaller than published, in the ranges."""
+    listed = json.loads((ROOT / "data" / listing).read_text())
     precision = bench_module("precision")
     for runs in (listed["runs"], listed["second"]["runs"]):
         assert list(runs) == ["binlog_default"]
         for run_id in runs["binlog_default"]:
             manifest = _shipped(run_id)
             assert manifest["profile"] == "full" and manifest["experiment"] == "binlog_default", run_id
-            cpu = manifest["provenance"]["host"]["cpu"]
-            assert (cpu["vendor"], cpu["family"], cpu["model"]) == ("AuthenticAMD", "25", "17"), run_id
-            assert manifest["provenance"]["git"] == {"commit": COMMITS["CK"], "dirty": False}, run_id
+            host = manifest["provenance"]["host"]["cpu"]
+            assert (host["vendor"], host["family"], host["model"]) == cpu, run_id
+            assert manifest["provenance"]["git"] == {"commit": commit, "dirty": False}, run_id
         table = precision.table([store.find_run(r, RAW) for r in runs["binlog_default"]]).set_index("target")
         assert sorted(table.index) == ["mariadb", "mysql"]
         assert (table["half_width"] <= 0.05).all(), table["half_width"]
         assert (table["verdict_label"] == "supported, smaller than published").all()
-        assert 2.1 < table.loc["mariadb", "estimate"] < 2.4 and 2.35 < table.loc["mysql", "estimate"] < 2.6
+        assert mariadb[0] < table.loc["mariadb", "estimate"] < mariadb[1]
+        assert mysql[0] < table.loc["mysql", "estimate"] < mysql[1]
+
+
+def test_the_family_25_full_runs_meet_c4s_5pct_on_both_servers():
+    # data/README.md, "A third host": C4 at the full profile (twelve blocks of sixteen rounds),
+    # MariaDB and MySQL, in two sets at different times, each from the clean clone of a quick build
+    _full_c4_sets_meet_5pct("full_runs_family25.json", ("AuthenticAMD", "25", "17"), COMMITS["CK"],
+                            mariadb=(2.1, 2.4), mysql=(2.35, 2.6))
 
 
 # The shipped builds up to CN (2026-11-28 10:25): the calibration below is read over exactly these.
@@ -1658,19 +1667,5 @@ def test_cps_idle_c1_iterations_are_flagged_and_its_normal_state_reads_as_the_ot
 def test_the_model_167_full_runs_meet_c4s_5pct_on_both_servers():
     # data/README.md, "A fourth host": C4 at the full profile (twelve blocks of sixteen rounds),
     # MariaDB and MySQL, in two sets (05:02 and 05:12), from the clean clone of 92e33db after build CT
-    listed = json.loads((ROOT / "data" / "full_runs_model167.json").read_text())
-    precision = bench_module("precision")
-    for runs in (listed["runs"], listed["second"]["runs"]):
-        assert list(runs) == ["binlog_default"]
-        for run_id in runs["binlog_default"]:
-            manifest = _shipped(run_id)
-            assert manifest["profile"] == "full" and manifest["experiment"] == "binlog_default", run_id
-            cpu = manifest["provenance"]["host"]["cpu"]
-            assert (cpu["vendor"], cpu["family"], cpu["model"]) == ("GenuineIntel", "6", "167"), run_id
-            assert manifest["provenance"]["git"] == {"commit": "92e33dbf60dc055e9065861e05287d90311ebae1",
-                                                     "dirty": False}, run_id
-        table = precision.table([store.find_run(r, RAW) for r in runs["binlog_default"]]).set_index("target")
-        assert sorted(table.index) == ["mariadb", "mysql"]
-        assert (table["half_width"] <= 0.05).all(), table["half_width"]
-        assert (table["verdict_label"] == "supported, smaller than published").all()
-        assert 2.3 < table.loc["mariadb", "estimate"] < 2.55 and 2.5 < table.loc["mysql", "estimate"] < 2.75
+    _full_c4_sets_meet_5pct("full_runs_model167.json", ("GenuineIntel", "6", "167"),
+                            "92e33dbf60dc055e9065861e05287d90311ebae1", mariadb=(2.3, 2.55), mysql=(2.5, 2.75))
