@@ -54,7 +54,8 @@ def goal(claim: str, comparison: str, profile: str) -> float:
     return GOALS.get((claim, comparison, profile), GOALS.get((claim, None, profile), math.nan))
 
 
-def table(run_dirs: list[Path]) -> pd.DataFrame:
+def table(run_dirs: list[Path], normal_only: bool = False) -> pd.DataFrame:
+    """One row per comparison and run; `normal_only` leaves out what the speed witness flagged."""
     claims = load_claims(ROOT / "data" / "claims.yaml")
     rows = []
     for run_dir in run_dirs:
@@ -64,7 +65,7 @@ def table(run_dirs: list[Path]) -> pd.DataFrame:
                                 "precision is reported for claim experiments only")
         claim = claims[manifest["claim"]]
         rule = StopRule.of_manifest(manifest)
-        result = stats.analyze(read_results(run_dir), claim, stop_rule=rule)
+        result = stats.analyze(read_results(run_dir), claim, stop_rule=rule, normal_only=normal_only)
         for row in result.itertuples(index=False):
             rows.append({"run_id": manifest["run_id"], "processor": cpu_label(manifest["provenance"]["host"]),
                          "profile": manifest["profile"], "claim": claim.id,
@@ -325,12 +326,14 @@ def main(argv=None) -> int:
     ap.add_argument("--target", nargs="*", default=["mariadb", "mysql"], help="targets to run on")
     ap.add_argument("--data", type=Path, help="where runs are stored (default runs/)")
     ap.add_argument("--out", type=Path, help="also write the table as CSV")
+    ap.add_argument("--normal-only", action="store_true",
+                    help="analyse only the measurements the speed witness did not flag")
     args = ap.parse_args(argv)
     if args.builds is not None:
         if len(args.builds) == 1:
             raise ClaimlabError(f"--builds {args.builds[0]}: give two builds or more (pairs are compared), "
                                 "or none for all; one build's runs: --run")
-        tables = {name: table(dirs) for name, dirs in build_runs(args.builds, args.data).items()}
+        tables = {name: table(dirs, args.normal_only) for name, dirs in build_runs(args.builds, args.data).items()}
         (print_calibration if args.calibration else print_builds)(tables)
         return 0
     if args.calibration:
@@ -348,11 +351,11 @@ def main(argv=None) -> int:
                 one = params.with_default_target(exp, target, "--target")
                 dirs.append(runner.run(one, data_root=args.data, progress=sys.stderr.isatty(),
                                        should_stop=stats.stopping_for(one)).path)
-    out = table(dirs)
+    out = table(dirs, args.normal_only)
     if args.against:
         if not args.run:
             raise ClaimlabError("--against compares stored runs: give the first session's with --run")
-        both = agreement(out, table([find_run(r, args.data) for r in args.against]))
+        both = agreement(out, table([find_run(r, args.data) for r in args.against], args.normal_only))
         print(both.assign(apart=both["apart"].map("{:.1%}".format),
                           estimate_a=both["estimate_a"].map("{:.3f}".format),
                           estimate_b=both["estimate_b"].map("{:.3f}".format))[
