@@ -243,18 +243,17 @@ def simulate_results(conditions: Mapping[Condition, float], *, claim: str, exper
     start = pd.Timestamp("2026-01-01T00:00:00Z") + pd.to_timedelta(frame["_order"], unit="s")
     frame["started_at"] = start.dt.strftime("%Y-%m-%dT%H:%M:%S+00:00")
     frame["ended_at"] = (start + pd.Timedelta(seconds=1)).dt.strftime("%Y-%m-%dT%H:%M:%S+00:00")
+    witnesses = []                      # rows beside each measurement; `frame` is in the order of `states`
     if probes:
         factor = np.where(states.ravel(), slow.factor if slow else 1.0, 1.0)
-        frame = pd.concat([frame] + [
-            frame.assign(metric=name, unit="s",
-                         value=probe_s * factor * np.exp(rng.normal(0, 0.03, len(frame))))
-            for name in ("probe_before_s", "probe_after_s")], ignore_index=True)
+        witnesses += [frame.assign(metric=name, unit="s",
+                                   value=probe_s * factor * np.exp(rng.normal(0, 0.03, len(frame))))
+                      for name in ("probe_before_s", "probe_after_s")]
     if busy is not None:
-        measured = frame[~frame["metric"].isin(("probe_before_s", "probe_after_s"))]
         idle = np.where(states.ravel(), 0.15, 0.0)
-        share = np.clip(busy - idle + rng.normal(0, 0.005, len(measured)), 0.0, 1.0)
-        frame = pd.concat([frame, measured.assign(metric="machine_busy_share", unit="1", value=share)],
-                          ignore_index=True)
+        share = np.clip(busy - idle + rng.normal(0, 0.005, len(frame)), 0.0, 1.0)
+        witnesses.append(frame.assign(metric="machine_busy_share", unit="1", value=share))
+    frame = pd.concat([frame, *witnesses], ignore_index=True)
     return frame.sort_values(["_order", "metric"], ignore_index=True).drop(columns="_order")
 
 
