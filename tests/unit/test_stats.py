@@ -356,8 +356,14 @@ def test_idle_time_flags_a_busy_workloads_slow_state_that_its_probes_miss():
     row = stats.analyze(waiting, CLAIMS["C1"]).iloc[0]
     assert math.isnan(row["flagged_share"]) and "no witness" in row["verdict_note"]
 
-    # with probes too, a measurement is slow when either witness says so
+    # with probes too, a measurement is slow when either witness says so: in the first five blocks
+    # only the probes see the slow state, in the others only the busy share
     both = simulate_comparison(comparison, true_ratio=0.8, busy=0.99, probes=True, **options)
+    early = both["repetition"] < 5
+    both.loc[early & (both["metric"] == "machine_busy_share"), "value"] = 0.99
+    both.loc[~early & both["metric"].isin(stats.PROBE_METRICS), "value"] = 0.01
+    measured_early = results.loc[measured, "repetition"].to_numpy() < 5
+    assert truth[measured_early].any() and truth[~measured_early].any()
     either = stats.speed_flags(both)
     assert (either[both["metric"] == comparison.metric].to_numpy(dtype=bool) == truth.to_numpy()).all()
     every = stats.analyze(results, CLAIMS["C1"]).iloc[0]
