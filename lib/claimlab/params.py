@@ -74,6 +74,7 @@ class Design:
     place_binary: bool = True     # each block's servers run a fresh copy of their binary (servers.placement)
     fast_rounds: FastRounds | None = None   # rounds added to a start short of fast-state values
     timed_rounds: TimedRounds | None = None   # rounds added to a start that measured little time
+    cpus: tuple[int, ...] | None = None   # the vCPUs its servers and their load generator share (None: all)
 
 
 @dataclass(frozen=True)
@@ -355,6 +356,7 @@ class DesignIn(Model):
     place_binary: bool | None = None
     fast_rounds: Annotated[FastRoundsIn | None, BeforeValidator(_off_is_none)] = None
     timed_rounds: Annotated[TimedRoundsIn | None, BeforeValidator(_off_is_none)] = None
+    cpus: Annotated[list[Annotated[int, Field(ge=0, le=4095)]], Field(min_length=1)] | None = None
 
     def applied(self, base: Design, targets: dict, source: str, where: str) -> Design:
         rules = ("sequential", "fast_rounds", "timed_rounds")
@@ -365,6 +367,10 @@ class DesignIn(Model):
                 values[name] = rule.record() if rule else None
         if self.target is not None and self.target not in targets:
             raise ConfigError(source, f"{where}.target", f"no target named {show(self.target)}")
+        if values.get("cpus") is not None:
+            if len(set(values["cpus"])) != len(values["cpus"]):
+                raise ConfigError(source, f"{where}.cpus", f"{values['cpus']} names a vCPU twice")
+            values["cpus"] = tuple(sorted(values["cpus"]))
         design = replace(base, **values)
         k = design.starts_per_block
         rule = design.sequential

@@ -53,6 +53,7 @@ from .servers import (
     Launcher,
     Placer,
     check_available,
+    check_cpus,
     flavor_of,
     reaping,
     stop_all,
@@ -171,6 +172,7 @@ def run(exp: Experiment, *, data_root: Path | None = None, work_root: Path | Non
                          "with one (claimlab.stats.stopping_for(exp))")
     data_root = data_root or runs_root()
     conds = conditions(exp)
+    check_cpus(exp.design.cpus, [exp.targets[name] for name in sorted({c.target for c in conds})], exp.source)
     runnable, skipped = runnable_conditions(exp, conds)
     for workload in {w.name: w for c in runnable for w in c.workloads}.values():
         workload.check_tools()
@@ -349,7 +351,7 @@ def _design_dict(exp: Experiment) -> dict:
     d = exp.design
     out = {k: getattr(d, k) for k in ("repetitions", "warmup", "iterations", "seed", "fresh_datadir",
                                        "max_attempts", "target", "side_by_side", "starts_per_block",
-                                       "place_binary")}
+                                       "place_binary", "cpus")}
     out["sequential"] = None if d.sequential is None else vars(d.sequential)
     out["fast_rounds"] = None if d.fast_rounds is None else vars(d.fast_rounds)
     out["timed_rounds"] = None if d.timed_rounds is None else vars(d.timed_rounds)
@@ -525,7 +527,7 @@ def _run_unit(ctx: _Context, unit: Unit) -> int:
             for r in range(unit.starts):
                 slot = slots[c0.cell, r][0] if slots[c0.cell, r] else 0
                 server = ctx.launcher.prepare(exp.targets[c0.target], c0.server, slot=slot,
-                                              fresh=design.fresh_datadir and k == 0)
+                                              fresh=design.fresh_datadir and k == 0, cpus=design.cpus)
                 cache_key = None if design.fresh_datadir else datacache.cell_key(server, group)
                 procs[c0.cell, r] = _Process(group, server, cache_key, slot=slot,
                                              repetition=unit.repetition + r)

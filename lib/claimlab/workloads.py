@@ -29,6 +29,7 @@ from typing import Any, Callable, ClassVar, Iterator
 import mysql.connector
 
 from .errors import ServerGone, WorkloadError
+from .servers import confined
 from .store import Metric
 
 _IDENT = re.compile(r"^[A-Za-z0-9_]+$")
@@ -327,7 +328,7 @@ class Sysbench(Workload):
             _require_collation(self, cur, self.charset, self.collation)
         with _options_file(server, self.schema()) as cfg:
             _run_sysbench(self, [f"--config-file={cfg}", self.test, f"--tables={self.tables}",
-                                 f"--table-size={self.table_size}", "prepare"], timeout=3600)
+                                 f"--table-size={self.table_size}", "prepare"], timeout=3600, server=server)
 
     @contextlib.contextmanager
     def session(self, server, seed: int) -> Iterator[Callable[[], Measurement]]:
@@ -465,7 +466,9 @@ def sysbench_binary() -> str:
 
 def _run_sysbench(workload: Workload, args: list[str], timeout: float, env=None, server=None) -> str:
     try:
-        result = subprocess.run([sysbench_binary(), *args], capture_output=True, text=True,
+        # on the server's vCPUs when it has some (design.cpus): client and server then share them
+        result = subprocess.run(confined([sysbench_binary(), *args], getattr(server, "cpus", None)),
+                                capture_output=True, text=True,
                                 timeout=timeout, env=env, stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
         raise WorkloadError(f"workload {workload.name}: sysbench did not finish in {timeout:.0f} s") from None

@@ -1,8 +1,13 @@
 """Interleaved sysbench levels on real MariaDB: one process per round measures every level, each
 thread alternating its transactions between the levels' connections."""
 
+import os
+import threading
+import time
+from pathlib import Path
+
 from claimlab import params, runner
-from claimlab.store import read_jsonl, read_results
+from claimlab.store import read_jsonl, read_manifest, read_results
 
 EXP = """
 claim: C1
@@ -45,3 +50,42 @@ def test_levels_share_each_burst_and_keep_only_machine_facts(tmp_path, write_par
     warmups = [e for e in read_jsonl(outcome.path / "events.jsonl") if e["event"] == "warmup"]
     assert [e["measurements"] for e in warmups] == [1, 1]  # one warm-up burst per server start
     assert all(0.9 < e["seconds"] < 30 for e in warmups)
+
+
+def _allowed_cpus(names: tuple[str, ...]) -> dict[str, set[str]]:
+    """Per process name: the Cpus_allowed_list of every thread of such processes running now."""
+    seen: dict[str, set[str]] = {}
+    for status in Path("/proc").glob("[0-9]*/task/*/status"):
+        try:
+            fields = dict(line.split(":\t", 1) for line in status.read_text().splitlines() if ":\t" in line)
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        if fields.get("Name") in names:
+            seen.setdefault(fields["Name"], set()).add(fields["Cpus_allowed_list"].strip())
+    return seen
+
+
+def test_design_cpus_confine_server_and_sysbench(tmp_path, write_params, mariadbd):
+    """`design.cpus`: every thread of the server and of each sysbench burst runs on those vCPUs
+    only, read from /proc while the run measures; the manifest records the set."""
+    cpu = max(os.sched_getaffinity(0))
+    exp = params.load(write_params(EXP.replace("design: {", f"design: {{cpus: [{cpu}], ")))
+    seen: dict[str, set[str]] = {}
+    done = threading.Event()
+
+    def watch():
+        while not done.is_set():
+            for name, lists in _allowed_cpus(("mariadbd", "sysbench")).items():
+                seen.setdefault(name, set()).update(lists)
+            time.sleep(0.05)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        outcome = runner.run(exp, data_root=tmp_path / "raw", work_root=tmp_path / "work", progress=False)
+    finally:
+        done.set()
+        watcher.join()
+    assert outcome.status == "complete" and outcome.measurements == 8
+    assert seen == {"mariadbd": {str(cpu)}, "sysbench": {str(cpu)}}, seen
+    assert read_manifest(outcome.path)["design"]["cpus"] == [cpu]

@@ -14,7 +14,7 @@ reaper (servers of dead runs).
 
 from . import debian, tarball
 from .flavor import ROLES, Flavor, canonical_name, parse_version
-from .launcher import Launcher, cache_dir, check_available, flavor_of, installation, mariadb_binary
+from .launcher import Launcher, cache_dir, check_available, check_cpus, flavor_of, installation, mariadb_binary
 from .local import (
     LOST_CONNECTION_ERRNOS,
     VOLATILE_VARIABLES,
@@ -24,6 +24,7 @@ from .local import (
     Server,
     ServerFacts,
     binary_version,
+    confined,
     remove_socket_dir,
     stop_all,
     verify_settings,
@@ -37,6 +38,7 @@ __all__ = [
     "INIT_TIMEOUT_S", "KINDS", "LOST_CONNECTION_ERRNOS", "READY_TIMEOUT_S", "ROLES", "VOLATILE_VARIABLES",
     "ExternalServer", "Flavor", "Installation", "Launcher", "LocalServer", "Placement", "Placer", "Server",
     "ServerFacts", "ServerOptions", "TargetSpec", "binary_version", "cache_dir", "canonical_name", "check_available",
+    "check_cpus", "confined",
     "flavor_of", "installation", "mariadb_binary", "parse_version", "reap", "reap_stale", "reaping",
     "debian", "remove_socket_dir", "stop_all", "tarball", "tarball_urls", "verify_settings",
 ]

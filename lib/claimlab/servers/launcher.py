@@ -75,6 +75,23 @@ def check_available(target: TargetSpec, download: bool = True) -> str:
     return inst.describe() + (f"; note: {note}" if note else "")
 
 
+def check_cpus(cpus: tuple[int, ...] | None, targets: list[TargetSpec], source: str) -> None:
+    """Before a run starts: `design.cpus` names vCPUs this process may use, on targets claimlab
+    starts itself (an external server's threads are not its to confine)."""
+    if cpus is None:
+        return
+    offered = sorted(os.sched_getaffinity(0))
+    missing = [cpu for cpu in cpus if cpu not in offered]
+    if missing:
+        raise ConfigError(source, "design.cpus", f"vCPU {missing[0]} is not one this machine offers "
+                                                 f"(it has {', '.join(map(str, offered))})")
+    for target in targets:
+        if target.kind == "external":
+            raise ConfigError(source, "design.cpus",
+                              f"target {target.name} is external: claimlab cannot confine a server it "
+                              "does not start; set `cpus: null` in its design")
+
+
 class Launcher:
     """Turns a target and a set of options into a server ready to start, reusing one data
     directory per configuration so that loaded data survives restarts between repetitions.
@@ -87,11 +104,12 @@ class Launcher:
         self._external_locks: dict[str, object] = {}
 
     def prepare(self, target: TargetSpec, options: ServerOptions, fresh: bool = False,
-                program: Path | None = None, slot: int = 0) -> Server:
+                program: Path | None = None, slot: int = 0, cpus: tuple[int, ...] | None = None) -> Server:
         """A server for `target` with `options`, not yet started (`start()` starts it).
         `program` runs instead of the installation's binary, with its layout and flavour (e.g. a
         script that starts it under valgrind: claimlab.profiling). `slot`: which of a
-        configuration's data directories (`home`)."""
+        configuration's data directories (`home`). `cpus`: the vCPUs the server and the sysbench
+        runs against it are confined to (design.cpus); an external server cannot be."""
         if target.kind == "external":
             if options != ServerOptions():
                 raise ConfigError("(params)", f"targets.{target.name}",
@@ -105,7 +123,7 @@ class Launcher:
         inst = self.installation(target)
         if program is not None:
             inst = replace(inst, binary=Path(program))
-        return LocalServer(target, inst, home, effective)
+        return LocalServer(target, inst, home, effective, cpus)
 
     def home(self, target: TargetSpec, options: ServerOptions, slot: int = 0) -> Path:
         """Where a local server of this configuration lives. A second slot lets the next server

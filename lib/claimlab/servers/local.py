@@ -75,6 +75,15 @@ class ServerFacts:
         return Flavor.from_version_text(self.version)
 
 
+def confined(command: list[str], cpus: tuple[int, ...] | None) -> list[str]:
+    """`command` started on `cpus` only (taskset(1), util-linux, on every Debian): confined from
+    its first instruction, so every thread it ever makes inherits the set. (An affinity set after
+    the start races the threads started meanwhile; `preexec_fn` is unsafe in a threaded runner.)"""
+    if cpus is None:
+        return command
+    return ["taskset", "--cpu-list", ",".join(map(str, cpus)), *command]
+
+
 def verify_settings(requested: ServerOptions, facts: ServerFacts, target: str) -> None:
     """The server's word against the option file's: measuring the wrong setting is worse than
     failing. Names are compared as the server spells them (`utf8` is `utf8mb3` on 5.7). A
@@ -100,6 +109,7 @@ class Server:
     pid: int | None = None
     options: ServerOptions = ServerOptions()   # what claimlab asked for (empty for external targets)
     initialise_s: float = 0.0   # what initialising the data directory took in the last start (0: none)
+    cpus: tuple[int, ...] | None = None   # the vCPUs it and the sysbench runs against it share (None: all)
 
     def connect_args(self) -> dict[str, Any]:
         raise NotImplementedError
@@ -184,8 +194,10 @@ class LocalServer(Server):
     `skip-networking`: every client (connector, sysbench) uses the Unix socket, so no TCP port is
     opened, which also avoids caching_sha2_password's TLS requirement on MySQL."""
 
-    def __init__(self, target: TargetSpec, installation: Installation, home: Path, options: ServerOptions):
+    def __init__(self, target: TargetSpec, installation: Installation, home: Path, options: ServerOptions,
+                 cpus: tuple[int, ...] | None = None):
         self.target, self.installation, self.home, self.options = target, installation, home, options
+        self.cpus = cpus
         self.binary = installation.binary
         self.executable = installation.binary   # what starts: the binary, or a placed copy of it
         self.datadir = home / "data"
@@ -222,7 +234,8 @@ class LocalServer(Server):
             self._cleanup_sockdir()
             raise
         log_start = self.error_log.stat().st_size if self.error_log.exists() else 0
-        self.proc = subprocess.Popen([str(self.executable), f"--defaults-file={self.cnf}", "--user=root"],
+        self.proc = subprocess.Popen(confined([str(self.executable), f"--defaults-file={self.cnf}", "--user=root"],
+                                              self.cpus),
                                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.DEVNULL, start_new_session=True)
         self.pid = self.proc.pid
@@ -289,7 +302,7 @@ class LocalServer(Server):
         cmd = self.flavor.init_command(self.binary, self.cnf) + [f"--datadir={partial}"]
         timeout = self.target.init_timeout
         try:
-            result = subprocess.run(cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL,
+            result = subprocess.run(confined(cmd, self.cpus), capture_output=True, text=True, stdin=subprocess.DEVNULL,
                                     timeout=timeout, start_new_session=True)
         except subprocess.TimeoutExpired:
             shutil.rmtree(partial, ignore_errors=True)

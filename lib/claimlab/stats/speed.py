@@ -37,7 +37,9 @@ Rule: where a group (run, target, server version, condition, workload) keeps the
 (median `machine_busy_share` >= SATURATED, 0.95), a measurement whose busy share is more than
 BUSY_DROP (0.03, three times the normal state's spread of about 0.01) under that median is
 flagged. Workloads that wait by design (fsyncs, busy shares of 0.1-0.45; a single-threaded scan
-on two vCPUs, 0.44-0.52) have no idle-time witness.
+on two vCPUs, 0.44-0.52) have no idle-time witness, and neither has a run confined to one vCPU
+(`design.cpus`, C1 since 2026-11-29: busy about 0.5), where a wake-up is a switch on that vCPU
+and the vCPU stayed 0.99-1.0 busy in every burst of bench/idle_state.py.
 
 The flag never drops a row; `analyze` can use normal-state rows only when asked, and says so.
 """

@@ -1,0 +1,206 @@
+"""Why does C1's sysbench sometimes leave the vCPUs idle, and does pinning change it?
+
+    python bench/idle_state.py --minutes 20                    # MariaDB, C1's quick workload
+    python bench/idle_state.py --target mysql --minutes 10 --out data/c1_idle_state_mysql.json
+    python bench/idle_state.py --read data/c1_idle_state.json  # the summary of a stored series
+
+One server start with C1's three levels loaded and C1's interleaved sysbench (every thread
+alternating its transactions between the levels), then bursts until the time is up. Each burst
+runs one arm, the arms in a fresh random order each cycle so that every arm sees the same hours:
+- unpinned: server and sysbench on every vCPU, two threads, as C1 ran until 2026-11-29;
+- unpinned, 4 threads: the same with more client threads, to keep the vCPUs fed;
+- one vCPU: server and sysbench both on vCPU 0 (`design.cpus`);
+- apart: the server on vCPU 0, sysbench on vCPU 1.
+Per burst: each level's QPS, the busy share of each vCPU and of the machine (/proc/stat), the
+server's and sysbench's CPU seconds, and context switches. Then per arm: each level's QPS, the
+bursts more than `stats.speed.BUSY_DROP` under the arm's median busy share ("idle bursts") and
+their QPS against the rest, whether in those bursts one vCPU idles while the other works (the
+scheduler leaving one unused) or both idle alike (client and server waiting on wake-ups), and
+each level's ratio to latin1 with the burst-to-burst SD of its log: the noise a C1 design
+measuring that way would average.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import json
+import math
+import random
+import resource
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psutil
+
+from claimlab import params
+from claimlab.design import conditions
+from claimlab.runner import runnable_conditions
+from claimlab.servers import Launcher
+from claimlab.stats.speed import BUSY_DROP
+from claimlab.workloads import interleaved_session
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from speed_state import _pin_server  # noqa: E402  (a sibling script's step, not a library's)
+
+ROOT = Path(__file__).resolve().parents[1]
+# arm -> (server's vCPUs, sysbench's vCPUs, sysbench threads); None: every vCPU
+ARMS = {"unpinned": (None, None, 2), "unpinned, 4 threads": (None, None, 4),
+        "one vCPU": ({0}, {0}, 2), "apart": ({0}, {1}, 2)}
+
+
+def _cpu_busy() -> list[tuple[float, float]]:
+    """Per vCPU: (busy, all) seconds since boot; busy = all - idle - iowait, as the runner's."""
+    out = []
+    for t in psutil.cpu_times(percpu=True):
+        total = sum(t)
+        out.append((total - t.idle - t.iowait, total))
+    return out
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _server_cpu(pid: int) -> float:
+    times = psutil.Process(pid).cpu_times()
+    return times.user + times.system
+
+
+def burst(measure, pid: int, arm: str) -> dict:
+    """One sysbench burst of `arm`, with the machine's and the processes' accounts."""
+    server_cpus, client_cpus, _ = ARMS[arm]
+    everything = set(range(psutil.cpu_count()))
+    _pin_server(pid, server_cpus or everything)
+    psutil.Process().cpu_affinity(sorted(client_cpus or everything))   # sysbench inherits it
+    cpu0, srv0, cli0, ctx0 = _cpu_busy(), _server_cpu(pid), _children_cpu(), psutil.cpu_stats().ctx_switches
+    started = time.time()
+    levels = measure()
+    cpu1, srv1, cli1, ctx1 = _cpu_busy(), _server_cpu(pid), _children_cpu(), psutil.cpu_stats().ctx_switches
+    seconds = time.time() - started
+    per_cpu = [(b1 - b0) / max(a1 - a0, 1e-9) for (b0, a0), (b1, a1) in zip(cpu0, cpu1)]
+    spent = sum(a1 - a0 for (_, a0), (_, a1) in zip(cpu0, cpu1))
+    busy = sum(b1 - b0 for (b0, _), (b1, _) in zip(cpu0, cpu1))
+    return {"arm": arm, "started": round(started, 3), "seconds": round(seconds, 3),
+            "qps": {cid: round(next(m.value for m in meas.metrics if m.name == "qps"), 1)
+                    for cid, meas in levels.items()},
+            "busy": round(busy / spent, 4), "busy_per_cpu": [round(b, 4) for b in per_cpu],
+            "server_cpu_s": round(srv1 - srv0, 3), "client_cpu_s": round(cli1 - cli0, 3),
+            "ctx_switches_per_s": round((ctx1 - ctx0) / seconds)}
+
+
+def measure(target: str, minutes: float, profile: str = "quick", seed: int = 1) -> dict:
+    exp = params.with_default_target(params.load(ROOT / "params" / "charset_mismatch.yaml", profile),
+                                     target, "--target")
+    conds, skipped = runnable_conditions(exp, conditions(exp))
+    conds = [c for c in conds if c.target == target]
+    rng = random.Random(seed)
+    bursts = []
+    with tempfile.TemporaryDirectory(prefix="claimlab-idle-") as tmp, contextlib.ExitStack() as stack:
+        server = Launcher(Path(tmp)).prepare(exp.targets[target], conds[0].server)
+        server.start()
+        stack.callback(server.stop)
+        stack.callback(psutil.Process().cpu_affinity, [])
+        for c in conds:
+            c.workloads[0].prepare(server)
+        sessions = {}
+        for threads in sorted({arm[2] for arm in ARMS.values()}):
+            workloads = {c.id: dataclasses.replace(c.workloads[0], threads=threads) for c in conds}
+            sessions[threads] = stack.enter_context(interleaved_session(server, workloads, seed))
+            sessions[threads](warmup=True)
+        end = time.monotonic() + 60 * minutes
+        while time.monotonic() < end:
+            for arm in rng.sample(list(ARMS), len(ARMS)):
+                bursts.append(burst(sessions[ARMS[arm][2]], server.pid, arm))
+                row = bursts[-1]
+                print(f"{len(bursts):4d} {arm:20s} busy {row['busy']:.3f} {row['busy_per_cpu']} "
+                      f"qps {row['qps']}", file=sys.stderr)
+        version = server.facts().version
+    return {"target": target, "server_version": version, "profile": profile, "seed": seed,
+            "cpu": _cpu_model(), "arms": {a: {"server_cpus": s and sorted(s), "client_cpus": c and sorted(c),
+                                               "threads": t} for a, (s, c, t) in ARMS.items()},
+            "bursts": bursts, "skipped": skipped}
+
+
+def _cpu_model() -> str:
+    fields = {}
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        key, _, value = line.partition(":")
+        fields.setdefault(key.strip(), value.strip())
+    return f"{fields.get('model name')} (family {fields.get('cpu family')}, model {fields.get('model')})"
+
+
+def summary(series: dict) -> list[dict]:
+    """Per arm: bursts, each level's median QPS, the idle bursts and their QPS against the rest,
+    the busier and the idler vCPU's busy shares in normal and idle bursts, and each level's
+    ratio to the first level (latin1): its median and the SD of its log over bursts, the spread
+    a design measuring that arm would average."""
+    out = []
+    for arm in ARMS:
+        rows = [b for b in series["bursts"] if b["arm"] == arm]
+        if not rows:
+            continue
+        median_busy = statistics.median(b["busy"] for b in rows)
+        idle = [b for b in rows if b["busy"] < median_busy - BUSY_DROP]
+        normal = [b for b in rows if b not in idle]
+        base, *others = list(rows[0]["qps"])
+
+        def qps(part, level):
+            return statistics.median(b["qps"][level] for b in part)
+
+        def cpus(part):
+            return [round(statistics.median(sorted(b["busy_per_cpu"])[i] for b in part), 3)
+                    for i in (1, 0)] if part else None
+
+        def log_ratios(part, level, base=base):
+            return [math.log(b["qps"][level] / b["qps"][base]) for b in part]
+
+        out.append({
+            "arm": arm, "bursts": len(rows), "median_busy": round(median_busy, 3),
+            "median_qps": {lv: round(qps(rows, lv)) for lv in rows[0]["qps"]},
+            "idle_bursts": len(idle),
+            "idle_qps_ratio": {lv: round(qps(idle, lv) / qps(normal, lv), 3) for lv in rows[0]["qps"]}
+            if idle and normal else None,
+            "busy_cpus_normal": cpus(normal), "busy_cpus_idle": cpus(idle),
+            "ratio_to_" + base: {lv: round(math.exp(statistics.median(log_ratios(rows, lv))), 4) for lv in others},
+            "ratio_sd_log": {lv: round(statistics.stdev(log_ratios(rows, lv)), 4) for lv in others}
+            if len(rows) > 1 else None,
+            "ratio_idle_minus_normal": {lv: round(statistics.median(log_ratios(idle, lv))
+                                                  - statistics.median(log_ratios(normal, lv)), 4)
+                                        for lv in others} if idle and normal else None,
+            "ctx_per_s": round(statistics.median(b["ctx_switches_per_s"] for b in rows)),
+            "server_client_cpu_s": [round(statistics.median(b[k] for b in rows), 2)
+                                    for k in ("server_cpu_s", "client_cpu_s")]})
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--target", default="mariadb", help="C1's target to run (default mariadb)")
+    ap.add_argument("--minutes", type=float, default=20.0, help="how long to measure (default 20)")
+    ap.add_argument("--profile", default="quick", choices=("smoke", "quick", "full"),
+                    help="C1's profile: its table sizes and burst length (default quick)")
+    ap.add_argument("--read", type=Path, help="summarize a stored series instead of measuring")
+    ap.add_argument("--out", type=Path, help="also write the series and its summary as JSON")
+    args = ap.parse_args(argv)
+    if args.out and args.out.exists():
+        sys.exit(f"{args.out}: exists; measured data is never overwritten (pick another --out)")
+    if args.read:
+        series = json.loads(args.read.read_text())
+    else:
+        series = measure(args.target, args.minutes, args.profile)
+    series["summary"] = summary(series)
+    for row in series["summary"]:
+        print(json.dumps(row))
+    if args.out:
+        args.out.write_text(json.dumps(series, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,34 @@
+"""bench/idle_state.py on real MariaDB: C1's interleaved sysbench in one server start, every arm's
+bursts with their per-vCPU accounts, the summary of each arm, and a stored series never overwritten."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import bench_module
+
+
+def test_every_arm_bursts_and_is_summarized(tmp_path, capsys, mariadbd):
+    idle_state = bench_module("idle_state")
+    out = tmp_path / "series.json"
+    assert idle_state.main(["--minutes", "0.1", "--profile", "smoke", "--out", str(out)]) == 0
+    series = json.loads(out.read_text())
+    arms = {b["arm"] for b in series["bursts"]}
+    assert arms == set(idle_state.ARMS)
+    levels = {"charset=latin1", "charset=utf8mb4", "charset=mismatch"}
+    for b in series["bursts"]:
+        assert set(b["qps"]) == levels and all(q > 0 for q in b["qps"].values())
+        assert len(b["busy_per_cpu"]) >= 2 and 0 <= b["busy"] <= 1
+        assert b["server_cpu_s"] > 0 and b["client_cpu_s"] > 0
+    summary = {row["arm"]: row for row in series["summary"]}
+    assert set(summary) == arms
+    assert set(summary["unpinned"]["ratio_to_charset=latin1"]) == {"charset=utf8mb4", "charset=mismatch"}
+    printed = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert printed == series["summary"]
+    # a stored series is never overwritten, and `--read` summarizes it again without a server
+    with pytest.raises(SystemExit, match="exists; measured data is never overwritten"):
+        idle_state.main(["--minutes", "0.1", "--out", str(out)])
+    assert idle_state.main(["--read", str(out)]) == 0
+    assert [json.loads(line) for line in capsys.readouterr().out.splitlines()] == series["summary"]
