@@ -1,0 +1,47 @@
+"""The shipped series of bench/idle_state.py (data/README.md, "Idle time is wake-ups across
+vCPUs"), summarized again from their bursts: why C1 runs on one vCPU (`design.cpus`)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import ROOT, bench_module
+
+SERIES = {"mariadb": "c1_idle_state.json", "mysql": "c1_idle_state_mysql.json"}
+
+
+@pytest.fixture(scope="module")
+def summaries():
+    summary = bench_module("idle_state").summary
+    out = {}
+    for target, name in SERIES.items():
+        series = json.loads((ROOT / "data" / name).read_text())
+        assert series["target"] == target and "Intel" in series["cpu"] and "model 167" in series["cpu"]
+        assert summary(series) == series["summary"]      # the stored summary is its bursts' summary
+        out[target] = {row["arm"]: row for row in series["summary"]}
+    return out
+
+
+@pytest.mark.parametrize("target, bursts, idle", [("mariadb", 100, 19), ("mysql", 50, 13)])
+def test_two_vcpus_idle_alike_in_some_bursts_and_one_vcpu_never(summaries, target, bursts, idle):
+    arms = summaries[target]
+    assert {arm: row["bursts"] for arm, row in arms.items()} == dict.fromkeys(arms, bursts)
+    unpinned, one = arms["unpinned"], arms["one vCPU"]
+    assert unpinned["idle_bursts"] == idle and one["idle_bursts"] == 0
+    busier, idler = unpinned["busy_cpus_idle"]
+    assert busier - idler < 0.02 and busier < unpinned["busy_cpus_normal"][1] - 0.04   # both idle, alike
+    assert all(x < 0.92 for x in unpinned["idle_qps_ratio"].values())
+    assert one["busy_cpus_normal"][0] >= 0.99
+
+
+@pytest.mark.parametrize("target", SERIES)
+def test_one_vcpu_reads_the_two_vcpu_ratios_with_a_third_of_their_spread(summaries, target):
+    unpinned, one, apart = (summaries[target][arm] for arm in ("unpinned", "one vCPU", "apart"))
+    for level, ratio in one["ratio_to_charset=latin1"].items():
+        assert ratio == pytest.approx(unpinned["ratio_to_charset=latin1"][level], rel=0.01)
+        assert one["ratio_sd_log"][level] < 0.5 * unpinned["ratio_sd_log"][level]
+        # server and client apart: every statement waits for a wake-up, and the lexer's cost dilutes
+        assert apart["ratio_to_charset=latin1"][level] > ratio + 0.01
+    assert 0.5 < one["median_qps"]["charset=latin1"] / unpinned["median_qps"]["charset=latin1"] < 0.6
