@@ -2,6 +2,7 @@
 
     python bench/idle_state.py --minutes 20                    # MariaDB, C1's quick workload
     python bench/idle_state.py --target mysql --minutes 10 --out data/c1_idle_state_mysql.json
+    python bench/idle_state.py --minutes 4 --arms "one vCPU" "one vCPU 1" unpinned   # which vCPU
     python bench/idle_state.py --read data/c1_idle_state.json  # the summary of a stored series
 
 One server start with C1's three levels loaded and C1's interleaved sysbench (every thread
@@ -10,7 +11,8 @@ runs one arm, the arms in a fresh random order each cycle so that every arm sees
 - unpinned: server and sysbench on every vCPU, two threads, as C1 ran until 2026-11-29;
 - unpinned, 4 threads: the same with more client threads, to keep the vCPUs fed;
 - one vCPU: server and sysbench both on vCPU 0 (`design.cpus`);
-- apart: the server on vCPU 0, sysbench on vCPU 1.
+- apart: the server on vCPU 0, sysbench on vCPU 1;
+- one vCPU 1 (only when asked, `--arms`): both on vCPU 1, as C1 runs.
 Per burst: each level's QPS, the busy share of each vCPU and of the machine (/proc/stat), the
 server's and sysbench's CPU seconds, and context switches. Then per arm: each level's QPS, the
 bursts more than `stats.speed.BUSY_DROP` under the arm's median busy share ("idle bursts") and
@@ -50,7 +52,8 @@ from speed_state import _pin_server  # noqa: E402  (a sibling script's step, not
 ROOT = Path(__file__).resolve().parents[1]
 # arm -> (server's vCPUs, sysbench's vCPUs, sysbench threads); None: every vCPU
 ARMS = {"unpinned": (None, None, 2), "unpinned, 4 threads": (None, None, 4),
-        "one vCPU": ({0}, {0}, 2), "apart": ({0}, {1}, 2)}
+        "one vCPU": ({0}, {0}, 2), "apart": ({0}, {1}, 2), "one vCPU 1": ({1}, {1}, 2)}
+DEFAULT_ARMS = ["unpinned", "unpinned, 4 threads", "one vCPU", "apart"]
 
 
 def _cpu_busy() -> list[tuple[float, float]]:
@@ -94,7 +97,8 @@ def burst(measure, pid: int, arm: str) -> dict:
             "ctx_switches_per_s": round((ctx1 - ctx0) / seconds)}
 
 
-def measure(target: str, minutes: float, profile: str = "quick", seed: int = 1) -> dict:
+def measure(target: str, minutes: float, profile: str = "quick", seed: int = 1,
+            arms: list[str] = DEFAULT_ARMS) -> dict:
     exp = params.with_default_target(params.load(ROOT / "params" / "charset_mismatch.yaml", profile),
                                      target, "--target")
     conds, skipped = runnable_conditions(exp, conditions(exp))
@@ -109,13 +113,13 @@ def measure(target: str, minutes: float, profile: str = "quick", seed: int = 1) 
         for c in conds:
             c.workloads[0].prepare(server)
         sessions = {}
-        for threads in sorted({arm[2] for arm in ARMS.values()}):
+        for threads in sorted({ARMS[arm][2] for arm in arms}):
             workloads = {c.id: dataclasses.replace(c.workloads[0], threads=threads) for c in conds}
             sessions[threads] = stack.enter_context(interleaved_session(server, workloads, seed))
             sessions[threads](warmup=True)
         end = time.monotonic() + 60 * minutes
         while time.monotonic() < end:
-            for arm in rng.sample(list(ARMS), len(ARMS)):
+            for arm in rng.sample(arms, len(arms)):
                 bursts.append(burst(sessions[ARMS[arm][2]], server.pid, arm))
                 row = bursts[-1]
                 print(f"{len(bursts):4d} {arm:20s} busy {row['busy']:.3f} {row['busy_per_cpu']} "
@@ -123,7 +127,7 @@ def measure(target: str, minutes: float, profile: str = "quick", seed: int = 1) 
         version = server.facts().version
     return {"target": target, "server_version": version, "profile": profile, "seed": seed,
             "cpu": _cpu_model(), "arms": {a: {"server_cpus": s and sorted(s), "client_cpus": c and sorted(c),
-                                               "threads": t} for a, (s, c, t) in ARMS.items()},
+                                               "threads": t} for a, (s, c, t) in ((a, ARMS[a]) for a in arms)},
             "bursts": bursts, "skipped": skipped}
 
 
@@ -141,7 +145,7 @@ def summary(series: dict) -> list[dict]:
     ratio to the first level (latin1): its median and the SD of its log over bursts, the spread
     a design measuring that arm would average."""
     out = []
-    for arm in ARMS:
+    for arm in series["arms"]:
         rows = [b for b in series["bursts"] if b["arm"] == arm]
         if not rows:
             continue
@@ -185,6 +189,9 @@ def main(argv=None) -> int:
     ap.add_argument("--minutes", type=float, default=20.0, help="how long to measure (default 20)")
     ap.add_argument("--profile", default="quick", choices=("smoke", "quick", "full"),
                     help="C1's profile: its table sizes and burst length (default quick)")
+    ap.add_argument("--arms", nargs="+", choices=list(ARMS), default=DEFAULT_ARMS, metavar="ARM",
+                    help=f"the arms to alternate (default: {', '.join(map(repr, DEFAULT_ARMS))}; "
+                         f"also 'one vCPU 1', both on vCPU 1)")
     ap.add_argument("--read", type=Path, help="summarize a stored series instead of measuring")
     ap.add_argument("--out", type=Path, help="also write the series and its summary as JSON")
     args = ap.parse_args(argv)
@@ -193,7 +200,7 @@ def main(argv=None) -> int:
     if args.read:
         series = json.loads(args.read.read_text())
     else:
-        series = measure(args.target, args.minutes, args.profile)
+        series = measure(args.target, args.minutes, args.profile, arms=args.arms)
     series["summary"] = summary(series)
     for row in series["summary"]:
         print(json.dumps(row))

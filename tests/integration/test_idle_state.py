@@ -16,7 +16,7 @@ def test_every_arm_bursts_and_is_summarized(tmp_path, capsys, mariadbd):
     assert idle_state.main(["--minutes", "0.1", "--profile", "smoke", "--out", str(out)]) == 0
     series = json.loads(out.read_text())
     arms = {b["arm"] for b in series["bursts"]}
-    assert arms == set(idle_state.ARMS)
+    assert arms == set(idle_state.DEFAULT_ARMS)
     levels = {"charset=latin1", "charset=utf8mb4", "charset=mismatch"}
     for b in series["bursts"]:
         assert set(b["qps"]) == levels and all(q > 0 for q in b["qps"].values())
@@ -32,3 +32,16 @@ def test_every_arm_bursts_and_is_summarized(tmp_path, capsys, mariadbd):
         idle_state.main(["--minutes", "0.1", "--out", str(out)])
     assert idle_state.main(["--read", str(out)]) == 0
     assert [json.loads(line) for line in capsys.readouterr().out.splitlines()] == series["summary"]
+
+
+def test_arms_can_be_chosen_and_a_wrong_one_is_named(tmp_path, capsys, mariadbd):
+    idle_state = bench_module("idle_state")
+    out = tmp_path / "series.json"
+    assert idle_state.main(["--minutes", "0.05", "--profile", "smoke", "--arms", "one vCPU 1", "unpinned",
+                            "--out", str(out)]) == 0
+    series = json.loads(out.read_text())
+    assert series["arms"]["one vCPU 1"] == {"server_cpus": [1], "client_cpus": [1], "threads": 2}
+    assert {b["arm"] for b in series["bursts"]} == {"one vCPU 1", "unpinned"}
+    with pytest.raises(SystemExit):
+        idle_state.main(["--arms", "two vCPUs"])
+    assert "invalid choice: 'two vCPUs'" in capsys.readouterr().err
