@@ -467,7 +467,7 @@ def sysbench_binary() -> str:
 def _run_sysbench(workload: Workload, args: list[str], timeout: float, env=None, server=None) -> str:
     try:
         # on the server's vCPUs when it has some (design.cpus): client and server then share them
-        result = subprocess.run(confined([sysbench_binary(), *args], getattr(server, "cpus", None)),
+        result = subprocess.run(confined([sysbench_binary(), *args], server.cpus if server is not None else None),
                                 capture_output=True, text=True,
                                 timeout=timeout, env=env, stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
