@@ -50,7 +50,7 @@ def test_one_vcpu_reads_the_two_vcpu_ratios_with_a_third_of_their_spread(summari
 def test_which_vcpu_does_not_matter_and_the_hour_moved_every_layout():
     # 09:25-09:29 (data/README.md, "Idle time is wake-ups across vCPUs"): on vCPU 0 and on vCPU 1
     # alike, and every layout read mismatch / latin1 2-3 points nearer 1 than at 08:40-09:00,
-    # at 76-81% of that hour's QPS.
+    # at 77-81% of that hour's QPS.
     summary = bench_module("idle_state").summary
     series = json.loads((ROOT / "data" / "c1_idle_state_vcpus.json").read_text())
     assert summary(series) == series["summary"]
