@@ -39,7 +39,7 @@ from pathlib import Path
 
 import psutil
 
-from claimlab import params
+from claimlab import params, provenance
 from claimlab.design import conditions
 from claimlab.runner import runnable_conditions
 from claimlab.servers import Launcher
@@ -125,18 +125,14 @@ def measure(target: str, minutes: float, profile: str = "quick", seed: int = 1,
                 print(f"{len(bursts):4d} {arm:20s} busy {row['busy']:.3f} {row['busy_per_cpu']} "
                       f"qps {row['qps']}", file=sys.stderr)
         version = server.facts().version
+    layouts = {}
+    for arm in arms:
+        server_cpus, client_cpus, threads = ARMS[arm]
+        layouts[arm] = {"server_cpus": server_cpus and sorted(server_cpus),
+                        "client_cpus": client_cpus and sorted(client_cpus), "threads": threads}
     return {"target": target, "server_version": version, "profile": profile, "seed": seed,
-            "cpu": _cpu_model(), "arms": {a: {"server_cpus": s and sorted(s), "client_cpus": c and sorted(c),
-                                               "threads": t} for a, (s, c, t) in ((a, ARMS[a]) for a in arms)},
+            "cpu": provenance.cpu_label(provenance.host_facts()), "arms": layouts,
             "bursts": bursts, "skipped": skipped}
-
-
-def _cpu_model() -> str:
-    fields = {}
-    for line in Path("/proc/cpuinfo").read_text().splitlines():
-        key, _, value = line.partition(":")
-        fields.setdefault(key.strip(), value.strip())
-    return f"{fields.get('model name')} (family {fields.get('cpu family')}, model {fields.get('model')})"
 
 
 def summary(series: dict) -> list[dict]:

@@ -327,8 +327,8 @@ class Sysbench(Workload):
         if self.charset:
             _require_collation(self, cur, self.charset, self.collation)
         with _options_file(server, self.schema()) as cfg:
-            _run_sysbench(self, [f"--config-file={cfg}", self.test, f"--tables={self.tables}",
-                                 f"--table-size={self.table_size}", "prepare"], timeout=3600, server=server)
+            _run_sysbench(self, server, [f"--config-file={cfg}", self.test, f"--tables={self.tables}",
+                                         f"--table-size={self.table_size}", "prepare"], timeout=3600)
 
     @contextlib.contextmanager
     def session(self, server, seed: int) -> Iterator[Callable[[], Measurement]]:
@@ -341,7 +341,7 @@ class Sysbench(Workload):
                         f"--time={self.burst_time(warmup)}", f"--tables={self.tables}",
                         f"--table-size={self.table_size}", f"--db-ps-mode={self.ps_mode}",
                         f"--report-interval={self.report_interval}", f"--rand-seed={seed}", "run"]
-                out = _run_sysbench(self, args, timeout=self.time + 120, env=env, server=server)
+                out = _run_sysbench(self, server, args, timeout=self.time + 120, env=env)
                 return parse_sysbench(out, self.name)
             yield measure
 
@@ -397,7 +397,7 @@ def interleaved_session(server, workloads: dict[str, Sysbench], seed: int
                     f"--time={first.burst_time(warmup)}",
                     f"--tables={first.tables}", f"--table-size={first.table_size}",
                     f"--db-ps-mode={first.ps_mode}", f"--rand-seed={seed}", "run"]
-            out = _run_sysbench(first, args, timeout=first.time + 120, env=env, server=server)
+            out = _run_sysbench(first, server, args, timeout=first.time + 120, env=env)
             return parse_interleaved(out, ids, first.threads, first.name)
         yield measure
 
@@ -464,18 +464,17 @@ def sysbench_binary() -> str:
     return found
 
 
-def _run_sysbench(workload: Workload, args: list[str], timeout: float, env=None, server=None) -> str:
+def _run_sysbench(workload: Workload, server, args: list[str], timeout: float, env=None) -> str:
     try:
         # on the server's vCPUs when it has some (design.cpus): client and server then share them
-        result = subprocess.run(confined([sysbench_binary(), *args], server.cpus if server is not None else None),
-                                capture_output=True, text=True,
-                                timeout=timeout, env=env, stdin=subprocess.DEVNULL)
+        result = subprocess.run(confined([sysbench_binary(), *args], server.cpus), capture_output=True,
+                                text=True, timeout=timeout, env=env, stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
         raise WorkloadError(f"workload {workload.name}: sysbench did not finish in {timeout:.0f} s") from None
     if result.returncode != 0:
         lines = [ln for ln in (result.stderr + result.stdout).splitlines() if ln.strip()]
         message = " | ".join(lines[-3:]) or f"exit code {result.returncode}"
-        if server is not None and not server.alive():
+        if not server.alive():
             raise ServerGone(f"workload {workload.name}: server went away during sysbench: {message}")
         raise WorkloadError(f"workload {workload.name}: sysbench failed: {message}")
     return result.stdout

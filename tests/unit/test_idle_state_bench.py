@@ -47,7 +47,7 @@ def test_one_vcpu_reads_the_two_vcpu_ratios_with_a_third_of_their_spread(summari
     assert 0.5 < one["median_qps"]["charset=latin1"] / unpinned["median_qps"]["charset=latin1"] < 0.6
 
 
-def test_which_vcpu_does_not_matter_and_the_hour_moved_every_layout():
+def test_which_vcpu_does_not_matter_and_the_hour_moved_every_layout(summaries):
     # 09:25-09:29 (data/README.md, "Idle time is wake-ups across vCPUs"): on vCPU 0 and on vCPU 1
     # alike, and every layout read mismatch / latin1 2-3 points nearer 1 than at 08:40-09:00,
     # at 77-81% of that hour's QPS.
@@ -59,9 +59,8 @@ def test_which_vcpu_does_not_matter_and_the_hour_moved_every_layout():
     assert one["median_qps"]["charset=latin1"] == pytest.approx(zero["median_qps"]["charset=latin1"], rel=0.03)
     for level, ratio in zero["ratio_to_charset=latin1"].items():
         assert one["ratio_to_charset=latin1"][level] == pytest.approx(ratio, abs=0.005)
-    earlier = {row["arm"]: row for row in json.loads((ROOT / "data" / SERIES["mariadb"]).read_text())["summary"]}
     for arm, row in (("one vCPU", zero), ("unpinned", unpinned)):
-        before = earlier[arm]
+        before = summaries["mariadb"][arm]
         mismatch = [r["ratio_to_charset=latin1"]["charset=mismatch"] for r in (before, row)]
         assert mismatch[1] - mismatch[0] > 0.02
         assert 0.75 < row["median_qps"]["charset=latin1"] / before["median_qps"]["charset=latin1"] < 0.82
