@@ -70,9 +70,11 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def _server_cpu(pid: int) -> float:
+def _server_cpu(pid: int) -> tuple[float, float]:
+    """The server's (user, system) CPU seconds: the lexer's work is user time, a query's trip
+    through the kernel (socket, wake-ups) system time."""
     times = psutil.Process(pid).cpu_times()
-    return times.user + times.system
+    return times.user, times.system
 
 
 def burst(measure, pid: int, arm: str) -> dict:
@@ -93,7 +95,8 @@ def burst(measure, pid: int, arm: str) -> dict:
             "qps": {cid: round(next(m.value for m in meas.metrics if m.name == "qps"), 1)
                     for cid, meas in levels.items()},
             "busy": round(busy / spent, 4), "busy_per_cpu": [round(b, 4) for b in per_cpu],
-            "server_cpu_s": round(srv1 - srv0, 3), "client_cpu_s": round(cli1 - cli0, 3),
+            "server_cpu_s": round(sum(srv1) - sum(srv0), 3),
+            "server_system_s": round(srv1[1] - srv0[1], 3), "client_cpu_s": round(cli1 - cli0, 3),
             "ctx_switches_per_s": round((ctx1 - ctx0) / seconds)}
 
 
@@ -176,7 +179,39 @@ def summary(series: dict) -> list[dict]:
             "ctx_per_s": round(statistics.median(b["ctx_switches_per_s"] for b in rows)),
             "server_client_cpu_s": [round(statistics.median(b[k] for b in rows), 2)
                                     for k in ("server_cpu_s", "client_cpu_s")]})
+        if all("server_system_s" in b for b in rows):   # not kept before 2026-11-29 12:10
+            out[-1]["server_system_share"] = round(statistics.median(
+                b["server_system_s"] / b["server_cpu_s"] for b in rows), 3)
     return out
+
+
+def by_speed(series: dict, arm: str) -> dict:
+    """An arm's bursts split at their median latin1 QPS (the vCPU's speed state in that burst):
+    each half's median mismatch / latin1 ratio, the server's system share of its CPU time and its
+    user and system microseconds per query, and the correlation of QPS with the ratio. Whether the
+    slow state slows the kernel's share of a query (socket, wake-ups) or the server's own code."""
+    rows = [b for b in series["bursts"] if b["arm"] == arm]
+    if len(rows) < 4 or not all("server_system_s" in b for b in rows):
+        raise ValueError(f"arm {arm!r}: needs four bursts or more with the server's system time")
+    base, *_, last = list(rows[0]["qps"])
+
+    def per_query(b, seconds):      # the burst's queries: its levels' QPS share its time alike
+        return 1e6 * seconds / (b["seconds"] * statistics.mean(b["qps"].values()))
+
+    def half(part):
+        return {"qps": round(statistics.median(b["qps"][base] for b in part)),
+                "ratio": round(statistics.median(b["qps"][last] / b["qps"][base] for b in part), 4),
+                "system_share": round(statistics.median(b["server_system_s"] / b["server_cpu_s"] for b in part), 3),
+                "user_us": round(statistics.median(per_query(b, b["server_cpu_s"] - b["server_system_s"])
+                                                   for b in part), 1),
+                "system_us": round(statistics.median(per_query(b, b["server_system_s"]) for b in part), 2)}
+
+    ranked = sorted(rows, key=lambda b: b["qps"][base])
+    qps = [b["qps"][base] for b in rows]
+    return {"slow": half(ranked[:len(ranked) // 2]), "fast": half(ranked[len(ranked) // 2:]),
+            "corr_qps_ratio": round(statistics.correlation(qps, [b["qps"][last] / b["qps"][base] for b in rows]), 2),
+            "corr_qps_user_us": round(statistics.correlation(
+                qps, [per_query(b, b["server_cpu_s"] - b["server_system_s"]) for b in rows]), 2)}
 
 
 def main(argv=None) -> int:
@@ -190,6 +225,9 @@ def main(argv=None) -> int:
                          f"also 'one vCPU 1', both on vCPU 1)")
     ap.add_argument("--read", type=Path, help="summarize a stored series instead of measuring")
     ap.add_argument("--out", type=Path, help="also write the series and its summary as JSON")
+    ap.add_argument("--by-speed", action="store_true",
+                    help="also print each arm's bursts split by their QPS (slow and fast halves), "
+                         "where the series kept the server's system time")
     args = ap.parse_args(argv)
     if args.out and args.out.exists():
         sys.exit(f"{args.out}: exists; measured data is never overwritten (pick another --out)")
@@ -200,6 +238,12 @@ def main(argv=None) -> int:
     series["summary"] = summary(series)
     for row in series["summary"]:
         print(json.dumps(row))
+    if args.by_speed:
+        for row in series["summary"]:
+            try:
+                print(json.dumps({"arm": row["arm"], "by_speed": by_speed(series, row["arm"])}))
+            except ValueError as e:
+                print(f"not split by speed: {e}", file=sys.stderr)
     if args.out:
         args.out.write_text(json.dumps(series, indent=1) + "\n")
     return 0

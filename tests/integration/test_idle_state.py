@@ -22,8 +22,10 @@ def test_every_arm_bursts_and_is_summarized(tmp_path, capsys, mariadbd):
         assert set(b["qps"]) == levels and all(q > 0 for q in b["qps"].values())
         assert len(b["busy_per_cpu"]) >= 2 and 0 <= b["busy"] <= 1
         assert b["server_cpu_s"] > 0 and b["client_cpu_s"] > 0
+        assert 0 < b["server_system_s"] < b["server_cpu_s"]
     summary = {row["arm"]: row for row in series["summary"]}
     assert set(summary) == arms
+    assert all(0 < row["server_system_share"] < 1 for row in summary.values())
     assert set(summary["unpinned"]["ratio_to_charset=latin1"]) == {"charset=utf8mb4", "charset=mismatch"}
     printed = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert printed == series["summary"]
@@ -37,11 +39,21 @@ def test_every_arm_bursts_and_is_summarized(tmp_path, capsys, mariadbd):
 def test_arms_can_be_chosen_and_a_wrong_one_is_named(tmp_path, capsys, mariadbd):
     idle_state = bench_module("idle_state")
     out = tmp_path / "series.json"
-    assert idle_state.main(["--minutes", "0.05", "--profile", "smoke", "--arms", "one vCPU 1", "unpinned",
+    assert idle_state.main(["--minutes", "0.25", "--profile", "smoke", "--arms", "one vCPU 1", "unpinned",
                             "--out", str(out)]) == 0
     series = json.loads(out.read_text())
     assert series["arms"]["one vCPU 1"] == {"server_cpus": [1], "client_cpus": [1], "threads": 2}
     assert {b["arm"] for b in series["bursts"]} == {"one vCPU 1", "unpinned"}
+    capsys.readouterr()
+    # each arm's bursts split by their speed; an arm with too few bursts is named, not split
+    assert idle_state.main(["--read", str(out), "--by-speed"]) == 0
+    split = [json.loads(line) for line in capsys.readouterr().out.splitlines()][len(series["summary"]):]
+    assert [row["arm"] for row in split] == ["one vCPU 1", "unpinned"]
+    assert all(row["by_speed"]["slow"]["qps"] <= row["by_speed"]["fast"]["qps"] for row in split)
+    series["bursts"] = [b for b in series["bursts"] if b["arm"] == "unpinned"][:3]
+    out.with_name("three.json").write_text(json.dumps(series))
+    assert idle_state.main(["--read", str(out.with_name("three.json")), "--by-speed"]) == 0
+    assert "not split by speed: arm 'unpinned': needs four bursts or more" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         idle_state.main(["--arms", "two vCPUs"])
     assert "invalid choice: 'two vCPUs'" in capsys.readouterr().err

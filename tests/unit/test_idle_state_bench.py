@@ -64,3 +64,20 @@ def test_which_vcpu_does_not_matter_and_the_hour_moved_every_layout(summaries):
         mismatch = [r["ratio_to_charset=latin1"]["charset=mismatch"] for r in (before, row)]
         assert mismatch[1] - mismatch[0] > 0.02
         assert 0.75 < row["median_qps"]["charset=latin1"] / before["median_qps"]["charset=latin1"] < 0.82
+
+
+def test_the_slow_state_slows_the_servers_code_and_moves_the_ratio_toward_1():
+    # 11:51-11:55 (data/README.md, "What the hour does to C1's ratio"): within four minutes the bursts'
+    # QPS on one vCPU ranged 27-36k; the slower half read mismatch / latin1 about a point nearer 1,
+    # with more user time per query and the same system share, on one vCPU and unpinned alike.
+    idle_state = bench_module("idle_state")
+    series = json.loads((ROOT / "data" / "c1_idle_state_1151.json").read_text())
+    assert idle_state.summary(series) == series["summary"]
+    for arm in ("one vCPU 1", "unpinned"):
+        split = idle_state.by_speed(series, arm)
+        slow, fast = split["slow"], split["fast"]
+        assert slow["ratio"] - fast["ratio"] > 0.01 and split["corr_qps_ratio"] < -0.6
+        assert slow["user_us"] > 1.08 * fast["user_us"] and split["corr_qps_user_us"] < -0.85
+        assert slow["system_share"] == pytest.approx(fast["system_share"], abs=0.005)
+    with pytest.raises(ValueError, match="'one vCPU': needs four bursts or more with the server's system time"):
+        idle_state.by_speed(json.loads((ROOT / "data" / "c1_idle_state_vcpus.json").read_text()), "one vCPU")
