@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 import tempfile
@@ -337,7 +338,9 @@ def cmd_analyze(args) -> int:
             for row in stats.run_spread(a.results, a.claim).itertuples(index=False):
                 print(f"  {row.comparison} [{row.target}] runs {row.run_estimates}; between-run sd "
                       f"{row.between_run_sd:.3g}, within-run sd {row.within_run_sd:.3g}, "
-                      f"p(runs differ) {row.p_runs_differ:.3g}")
+                      f"p(runs differ) {row.p_runs_differ:.3g}; baseline ({row.baseline}) "
+                      f"{row.run_baselines}" + ("" if math.isnan(row.baseline_corr) else
+                                                f", its correlation with the estimate {row.baseline_corr:.2f}"))
         if args.exclude_contention:
             for line in _contention_lines(a.results, a.table):
                 print(f"  {line}")

@@ -1671,6 +1671,18 @@ def test_the_model_167_full_runs_meet_c4s_5pct_on_both_servers():
                             "92e33dbf60dc055e9065861e05287d90311ebae1", mariadb=(2.3, 2.55), mysql=(2.5, 2.75))
 
 
+def test_over_the_one_vcpu_builds_c1s_estimate_follows_the_machines_speed():
+    # `claimlab analyze` of CV-DA's C1 runs: the runs differ (MariaDB's mismatch / latin1 0.855-0.887),
+    # and a run's estimate falls as its latin1 QPS rises (DA's 37,400 against 26,000-27,600).
+    runs = [path.name for _, path, manifest in _made_by(ONE_VCPU) if manifest["experiment"] == "charset_mismatch"]
+    (c1,) = report.analyze_runs(runs, RAW)
+    spread = stats.run_spread(c1.results, c1.claim).set_index(["comparison", "target"])
+    mariadb, mysql = (spread.loc[("mismatch_vs_latin1", t)] for t in ("mariadb", "mysql"))
+    assert mariadb["n_runs"] == 6 and mariadb["p_runs_differ"] < 1e-6
+    assert mariadb["baseline_corr"] < -0.95 and mysql["baseline_corr"] < -0.6
+    assert mariadb["baseline"] == "charset=latin1 oltp/qps"
+
+
 def test_c1s_full_runs_on_one_vcpu_agree_in_two_states_and_the_faster_reads_the_larger_effect(capsys):
     # data/README.md, "C1's full runs on one vCPU": two sets from the clean clone of ffaeafd, at
     # 11:24 (the slower state of CV-CZ) and 12:16 (the faster one of DA). Every verdict alike, every

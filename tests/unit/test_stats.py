@@ -465,6 +465,24 @@ def test_several_runs_are_the_top_level():
     assert spread["run_estimates"].iloc[0].count("run") == 3
 
 
+def test_the_runs_spread_says_each_runs_baseline_level_and_whether_the_estimates_follow_it():
+    """Four runs whose baseline levels are 1.0-1.6x apart, the ratio rising with the level (2.0 at
+    1.0, 2.3 at 1.6), as C1's ratio follows the machine's speed on one vCPU. Each run's baseline is
+    its geometric mean, and the correlation over runs is strongly positive; with two runs, none."""
+    runs = []
+    for number, speed in enumerate((1.0, 1.2, 1.4, 1.6)):
+        run = c4_results(ratio=2.0 + 0.5 * (speed - 1.0), seed=number,
+                         noise=Noise(between_sd=0.002, within_sd=0.002, interaction_sd=0.0))
+        runs.append(run.assign(run_id=f"run{number}", value=run["value"] * speed))
+    spread = stats.run_spread(pd.concat(runs), CLAIMS["C4"]).iloc[0]
+    assert spread["baseline"] == "binlog=off insert_loop/elapsed_s"
+    levels = [float(x.split(": ")[1]) for x in spread["run_baselines"].split(", ")]
+    base = [float(np.exp(np.log(r.loc[r["condition"] == "binlog=off", "value"]).mean())) for r in runs]
+    assert levels == pytest.approx(base, rel=1e-3)
+    assert spread["baseline_corr"] > 0.95
+    assert math.isnan(stats.run_spread(pd.concat(runs[:2]), CLAIMS["C4"]).iloc[0]["baseline_corr"])
+
+
 def test_families_split_alpha_and_a_missing_p_value_stays_in_the_family():
     c1 = CLAIMS["C1"]
     conditions = {c1.comparisons[0].baseline: 1.0, c1.comparisons[0].treatment: 0.8,

@@ -57,7 +57,8 @@ TABLE_COLUMNS = (
     "speed_state", "verdict", "verdict_label", "edge_label", "rerun_chance", "verdict_note",
 )
 SPREAD_COLUMNS = ("claim", "comparison", "target", "n_runs", "run_estimates", "between_run_sd",
-                  "within_run_sd", "between_share", "p_runs_differ")
+                  "within_run_sd", "between_share", "p_runs_differ", "baseline", "run_baselines",
+                  "baseline_corr")
 
 
 def analyze(results: pd.DataFrame, claim: Claim, *, confidence: float = 0.95,
@@ -94,20 +95,45 @@ def run_spread(results: pd.DataFrame, claim: Claim, *, include_contention: bool 
     between_run_sd and within_run_sd are log-scale standard deviations (about relative ones);
     between_share is the between-run share of a block's variance; p_runs_differ is the one-way
     ANOVA F test that the runs' true ratios are equal (see `intervals.run_components`).
+    run_baselines gives each run's baseline level (geometric mean of its blocks' baseline, in the
+    comparison's metric), the machine's speed in that run; baseline_corr, with three runs or more,
+    is the Pearson correlation over runs of the log estimate with the log baseline level: whether
+    the runs' spread follows the machine's state (on one vCPU C1's faster runs read the larger
+    effect, data/README.md, "What the hour does to C1's ratio"). A description, not a test.
     """
     policy = Policy(include_contention=include_contention, normal_only=normal_only)
     rows = []
     for group in comparison_groups(results, claim, policy):
         if group.reason or group.blocks.empty:
             continue
-        per_run = group.blocks.groupby("run_id", sort=True)["log_ratio"].mean()
+        per_run = group.blocks.groupby("run_id", sort=True)[["log_ratio", "baseline_log"]].mean()
         parts = run_components(as_matrix(group.blocks))
-        rows.append({"claim": claim.id, "comparison": group.comparison.name, "target": group.target,
-                     "run_estimates": ", ".join(f"{run}: {math.exp(v):.4g}" for run, v in per_run.items()),
+        comparison = group.comparison
+        rows.append({"claim": claim.id, "comparison": comparison.name, "target": group.target,
+                     "run_estimates": ", ".join(f"{run}: {math.exp(v):.4g}"
+                                                for run, v in per_run["log_ratio"].items()),
                      "between_run_sd": parts["between_sd"], "within_run_sd": parts["within_sd"],
                      "between_share": parts["between_share"], "p_runs_differ": parts["p_runs_differ"],
-                     "n_runs": parts["n_runs"]})
+                     "n_runs": parts["n_runs"],
+                     "baseline": f"{comparison.baseline.label} {comparison.workload}/{comparison.metric}",
+                     "run_baselines": ", ".join(f"{run}: {_level(math.exp(v))}"
+                                                for run, v in per_run["baseline_log"].items()),
+                     "baseline_corr": _correlation(per_run["log_ratio"], per_run["baseline_log"])})
     return pd.DataFrame(rows, columns=list(SPREAD_COLUMNS))
+
+
+def _level(value: float) -> str:
+    """A metric's level for reading: 27,420 qps rather than 2.742e+04, 0.1834 s as it is."""
+    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.4g}"
+
+
+def _correlation(x: pd.Series, y: pd.Series) -> float:
+    """Pearson's r over three points or more with some spread on both sides (else NaN)."""
+    keep = x.notna() & y.notna()
+    x, y = x[keep].to_numpy(dtype=float), y[keep].to_numpy(dtype=float)
+    if len(x) < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
+        return math.nan
+    return float(np.corrcoef(x, y)[0, 1])
 
 
 def _row(claim: Claim, group: Group, family_size: int, alpha: float,

@@ -122,7 +122,8 @@ def block_log_ratios(base: pd.DataFrame, treat: pd.DataFrame, strata: list[str],
     `fast_state`. The block's log ratio is the mean over its strata. Blocks with one side only
     are left out, and counted. Columns: run_id, repetition, log_ratio, paired (rounds matched
     in every stratum), n_pairs (matched rounds), unmatched (rounds left out), outside_band
-    (values outside the fast state, left out).
+    (values outside the fast state, left out), baseline_log (the baseline's mean log value in the
+    block: the machine's speed there, a covariate for runs made in different states).
     """
     if statistic not in STATISTICS:
         raise ValueError(f"statistic must be one of {STATISTICS}, not {statistic!r}")
@@ -145,20 +146,21 @@ def block_log_ratios(base: pd.DataFrame, treat: pd.DataFrame, strata: list[str],
     for key, part in pd.concat([b, t], axis=1).reset_index().groupby(keys, sort=True):
         has_b, has_t = part["b"].notna(), part["t"].notna()
         if not (has_b.any() and has_t.any()):
-            strata_rows.append((*key, np.nan, False, 0, 0))
+            strata_rows.append((*key, np.nan, False, 0, 0, np.nan))
         elif key in paired_strata and statistic == "mean":
             both_sides = has_b & has_t
             diff = (part["t"] - part["b"])[both_sides]
             strata_rows.append((*key, diff.mean(), True, int(both_sides.sum()),
-                                int((has_b ^ has_t).sum())))
+                                int((has_b ^ has_t).sum()), side_means[0].get(key, np.nan)))
         else:
             strata_rows.append((*key, side_means[1].get(key, np.nan) - side_means[0].get(key, np.nan),
-                                key in paired_strata, 0, 0))
-    frame = pd.DataFrame(strata_rows, columns=[*keys, "log_ratio", "paired", "n_pairs", "unmatched"])
+                                key in paired_strata, 0, 0, side_means[0].get(key, np.nan)))
+    frame = pd.DataFrame(strata_rows, columns=[*keys, "log_ratio", "paired", "n_pairs", "unmatched",
+                                               "baseline_log"])
     frame = frame.dropna(subset=["log_ratio"])
     out = frame.groupby(list(BLOCK_KEYS), sort=True).agg(
         log_ratio=("log_ratio", "mean"), paired=("paired", "all"), n_pairs=("n_pairs", "sum"),
-        unmatched=("unmatched", "sum")).reset_index()
+        unmatched=("unmatched", "sum"), baseline_log=("baseline_log", "mean")).reset_index()
     out["outside_band"] = [outside.get((run, rep), 0) for run, rep in zip(out["run_id"], out["repetition"])]
     return out
 

@@ -51,7 +51,7 @@ class Group:
     comparison: Comparison
     target: str = ""
     blocks: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(
-        columns=[*BLOCK_KEYS, "log_ratio", "paired", "n_pairs", "unmatched"]))
+        columns=[*BLOCK_KEYS, "log_ratio", "paired", "n_pairs", "unmatched", "baseline_log"]))
     server_versions: tuple[str, ...] = ()
     n_obs: tuple[int, int] = (0, 0)
     flagged_share: float = math.nan
