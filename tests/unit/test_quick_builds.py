@@ -1683,6 +1683,23 @@ def test_over_the_one_vcpu_builds_c1s_estimate_follows_the_machines_speed():
     assert mariadb["baseline"] == "charset=latin1 oltp/qps"
 
 
+def test_over_the_model_167_builds_mariadbs_c2_ratios_follow_the_machines_speed_and_mysqls_do_not():
+    # data/README.md, "C2 follows the machine's speed too": twelve runs a server, C2's design
+    # unchanged between CP and DA; MariaDB's utf8mb3 scan 52.9-54.4 ms in CP-CU, 57.3-67.1 ms after.
+    runs = [path.name for _, path, manifest in _made_by(MODEL_167 + ONE_VCPU)
+            if manifest["experiment"] == "collation_cost"]
+    (c2,) = report.analyze_runs(runs, RAW)
+    spread = stats.run_spread(c2.results, c2.claim).set_index(["comparison", "target"])
+    assert (spread["n_runs"] == 12).all()
+    mariadb = spread.xs("mariadb", level="target")
+    assert (mariadb["p_runs_differ"] < 0.005).all() and (mariadb["baseline_corr"] < -0.7).all()
+    assert (spread.xs("mysql", level="target")["p_runs_differ"] > 0.4).all()
+    main = spread.loc[("uca_ai_vs_utf8mb3", "mariadb")]
+    assert main["baseline"] == "collation=utf8mb3_general_ci varchar_scan/elapsed_s"
+    levels = [float(x.split(": ")[1]) for x in main["run_baselines"].split(", ")]
+    assert max(levels[:6]) < 0.0545 < 0.057 < min(levels[6:])
+
+
 def test_c1s_full_runs_on_one_vcpu_agree_in_two_states_and_the_faster_reads_the_larger_effect(capsys):
     # data/README.md, "C1's full runs on one vCPU": two sets from the clean clone of ffaeafd, at
     # 11:24 (the slower state of CV-CZ) and 12:16 (the faster one of DA). Every verdict alike, every
