@@ -4,6 +4,8 @@
     python bench/idle_state.py --target mysql --minutes 10 --out data/c1_idle_state_mysql.json
     python bench/idle_state.py --minutes 4 --arms "one vCPU" "one vCPU 1" unpinned   # which vCPU
     python bench/idle_state.py --read data/c1_idle_state.json  # the summary of a stored series
+    python bench/idle_state.py --profile full --minutes 6 --arms "one vCPU 1" \
+        "one vCPU 1, 3-s bursts" "one vCPU 1, quick's tables" "one vCPU 1, quick's tables, 3-s bursts"
 
 One server start with C1's three levels loaded and C1's interleaved sysbench (every thread
 alternating its transactions between the levels), then bursts until the time is up. Each burst
@@ -12,7 +14,9 @@ runs one arm, the arms in a fresh random order each cycle so that every arm sees
 - unpinned, 4 threads: the same with more client threads, to keep the vCPUs fed;
 - one vCPU: server and sysbench both on vCPU 0 (`design.cpus`);
 - apart: the server on vCPU 0, sysbench on vCPU 1;
-- one vCPU 1 (only when asked, `--arms`): both on vCPU 1, as C1 runs.
+- one vCPU 1 (only when asked, `--arms`): both on vCPU 1, as C1 runs;
+- one vCPU 1 with 3-s bursts, quick's tables, or both (when asked, with `--profile full`): what
+  of the full profile's workload reads C1's effect smaller than quick's.
 Per burst: each level's QPS, the busy share of each vCPU and of the machine (/proc/stat), the
 server's and sysbench's CPU seconds, and context switches. Then per arm: each level's QPS, the
 bursts more than `stats.speed.BUSY_DROP` under the arm's median busy share ("idle bursts") and
@@ -50,9 +54,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from speed_state import _pin_server  # noqa: E402  (a sibling script's step, not a library's)
 
 ROOT = Path(__file__).resolve().parents[1]
-# arm -> (server's vCPUs, sysbench's vCPUs, sysbench threads); None: every vCPU
-ARMS = {"unpinned": (None, None, 2), "unpinned, 4 threads": (None, None, 4),
-        "one vCPU": ({0}, {0}, 2), "apart": ({0}, {1}, 2), "one vCPU 1": ({1}, {1}, 2)}
+# arm -> (server's vCPUs, sysbench's vCPUs, sysbench threads, sysbench options over the profile's);
+# None: every vCPU. The last four, run with `--profile full` (three 100,000-row tables, 5-s
+# bursts), tell apart what makes the full profile read C1's effect smaller than quick: its tables
+# or its bursts' length. Quick's tables are loaded beside the full ones, in the same server start.
+QUICK_TABLES = (("tables", 2), ("table_size", 10000))
+QUICK_BURSTS = (("time", 3), ("warmup_time", 1))   # quick's warm-up too: it may not outlast a burst
+ARMS = {"unpinned": (None, None, 2, ()), "unpinned, 4 threads": (None, None, 4, ()),
+        "one vCPU": ({0}, {0}, 2, ()), "apart": ({0}, {1}, 2, ()), "one vCPU 1": ({1}, {1}, 2, ()),
+        "one vCPU 1, 3-s bursts": ({1}, {1}, 2, QUICK_BURSTS),
+        "one vCPU 1, quick's tables": ({1}, {1}, 2, QUICK_TABLES),
+        "one vCPU 1, quick's tables, 3-s bursts": ({1}, {1}, 2, QUICK_TABLES + QUICK_BURSTS)}
 DEFAULT_ARMS = ["unpinned", "unpinned, 4 threads", "one vCPU", "apart"]
 
 
@@ -79,7 +91,7 @@ def _server_cpu(pid: int) -> tuple[float, float]:
 
 def burst(measure, pid: int, arm: str) -> dict:
     """One sysbench burst of `arm`, with the machine's and the processes' accounts."""
-    server_cpus, client_cpus, _ = ARMS[arm]
+    server_cpus, client_cpus, _, _ = ARMS[arm]
     everything = set(range(psutil.cpu_count()))
     _pin_server(pid, server_cpus or everything)
     psutil.Process().cpu_affinity(sorted(client_cpus or everything))   # sysbench inherits it
@@ -113,26 +125,31 @@ def measure(target: str, minutes: float, profile: str = "quick", seed: int = 1,
         server.start()
         stack.callback(server.stop)
         stack.callback(psutil.Process().cpu_affinity, [])
-        for c in conds:
-            c.workloads[0].prepare(server)
-        sessions = {}
-        for threads in sorted({ARMS[arm][2] for arm in arms}):
-            workloads = {c.id: dataclasses.replace(c.workloads[0], threads=threads) for c in conds}
-            sessions[threads] = stack.enter_context(interleaved_session(server, workloads, seed))
-            sessions[threads](warmup=True)
+        sessions, tables = {}, {}
+        for threads, options in sorted({ARMS[arm][2:] for arm in arms}):
+            workloads = {c.id: dataclasses.replace(c.workloads[0], threads=threads, **dict(options))
+                         for c in conds}
+            tables[options] = [(w.tables, w.table_size) for w in workloads.values()][0]
+            for workload in workloads.values():   # loaded once per table shape (a loaded schema is kept)
+                workload.prepare(server)
+            sessions[threads, options] = stack.enter_context(interleaved_session(server, workloads, seed))
+            sessions[threads, options](warmup=True)
         end = time.monotonic() + 60 * minutes
         while time.monotonic() < end:
             for arm in rng.sample(arms, len(arms)):
-                bursts.append(burst(sessions[ARMS[arm][2]], server.pid, arm))
+                bursts.append(burst(sessions[ARMS[arm][2:]], server.pid, arm))
                 row = bursts[-1]
                 print(f"{len(bursts):4d} {arm:20s} busy {row['busy']:.3f} {row['busy_per_cpu']} "
                       f"qps {row['qps']}", file=sys.stderr)
         version = server.facts().version
     layouts = {}
     for arm in arms:
-        server_cpus, client_cpus, threads = ARMS[arm]
+        server_cpus, client_cpus, threads, options = ARMS[arm]
         layouts[arm] = {"server_cpus": server_cpus and sorted(server_cpus),
                         "client_cpus": client_cpus and sorted(client_cpus), "threads": threads}
+        if options:   # and the tables it ran on, as loaded
+            layouts[arm]["sysbench"] = dict(options)
+            layouts[arm]["tables"] = list(tables[options])
     return {"target": target, "server_version": version, "profile": profile, "seed": seed,
             "cpu": provenance.cpu_label(provenance.host_facts()), "arms": layouts,
             "bursts": bursts, "skipped": skipped}
@@ -222,7 +239,7 @@ def main(argv=None) -> int:
                     help="C1's profile: its table sizes and burst length (default quick)")
     ap.add_argument("--arms", nargs="+", choices=list(ARMS), default=DEFAULT_ARMS, metavar="ARM",
                     help=f"the arms to alternate (default: {', '.join(map(repr, DEFAULT_ARMS))}; "
-                         f"also 'one vCPU 1', both on vCPU 1)")
+                         f"also {', '.join(repr(a) for a in ARMS if a not in DEFAULT_ARMS)})")
     ap.add_argument("--read", type=Path, help="summarize a stored series instead of measuring")
     ap.add_argument("--out", type=Path, help="also write the series and its summary as JSON")
     ap.add_argument("--by-speed", action="store_true",

@@ -57,3 +57,21 @@ def test_arms_can_be_chosen_and_a_wrong_one_is_named(tmp_path, capsys, mariadbd)
     with pytest.raises(SystemExit):
         idle_state.main(["--arms", "two vCPUs"])
     assert "invalid choice: 'two vCPUs'" in capsys.readouterr().err
+
+
+def test_an_arm_may_change_sysbench_and_loads_its_own_tables(tmp_path, mariadbd):
+    # the arms that tell apart the full profile's tables from its bursts' length: quick's tables are
+    # loaded beside the profile's (smoke here: 1,000 rows, 1-s bursts) in the same server start
+    idle_state = bench_module("idle_state")
+    out = tmp_path / "series.json"
+    arms = ["one vCPU 1, 3-s bursts", "one vCPU 1, quick's tables"]
+    assert idle_state.main(["--minutes", "0.05", "--profile", "smoke", "--arms", *arms, "--out", str(out)]) == 0
+    series = json.loads(out.read_text())
+    assert series["arms"]["one vCPU 1, 3-s bursts"]["sysbench"] == {"time": 3, "warmup_time": 1}
+    assert series["arms"]["one vCPU 1, quick's tables"]["sysbench"] == {"tables": 2, "table_size": 10000}
+    assert series["arms"]["one vCPU 1, 3-s bursts"]["tables"] == [2, 1000]       # the smoke profile's
+    assert series["arms"]["one vCPU 1, quick's tables"]["tables"] == [2, 10000]
+    seconds = {arm: [b["seconds"] for b in series["bursts"] if b["arm"] == arm] for arm in arms}
+    assert all(2.9 < s < 4 for s in seconds["one vCPU 1, 3-s bursts"])
+    assert seconds["one vCPU 1, quick's tables"] and all(s < 2 for s in seconds["one vCPU 1, quick's tables"])
+    assert all(q > 0 for b in series["bursts"] for q in b["qps"].values())

@@ -81,3 +81,20 @@ def test_the_slow_state_slows_the_servers_code_and_moves_the_ratio_toward_1():
         assert slow["system_share"] == pytest.approx(fast["system_share"], abs=0.005)
     with pytest.raises(ValueError, match="'one vCPU': needs four bursts or more with the server's system time"):
         idle_state.by_speed(json.loads((ROOT / "data" / "c1_idle_state_vcpus.json").read_text()), "one vCPU")
+
+
+def test_the_full_profile_reads_c1s_effect_smaller_for_its_tables_not_its_bursts():
+    # 12:52-12:59 (data/README.md, "C1's full runs on one vCPU"), one server start at the full profile,
+    # four arms on vCPU 1 alternating, 26 bursts each: the full profile's three 100,000-row tables
+    # read mismatch / latin1 3-4 points nearer 1 than quick's two 10,000-row tables loaded beside
+    # them; 3-s or 5-s bursts read alike.
+    idle_state = bench_module("idle_state")
+    series = json.loads((ROOT / "data" / "c1_idle_state_sizes.json").read_text())
+    assert series["profile"] == "full" and idle_state.summary(series) == series["summary"]
+    arms = {row["arm"]: row for row in series["summary"]}
+    assert {arm: row["bursts"] for arm, row in arms.items()} == dict.fromkeys(arms, 26)
+    mismatch = {arm: row["ratio_to_charset=latin1"]["charset=mismatch"] for arm, row in arms.items()}
+    full, full_3s = mismatch["one vCPU 1"], mismatch["one vCPU 1, 3-s bursts"]
+    quick, quick_5s = mismatch["one vCPU 1, quick's tables, 3-s bursts"], mismatch["one vCPU 1, quick's tables"]
+    assert abs(full - full_3s) < 0.005 and abs(quick - quick_5s) < 0.005
+    assert min(full, full_3s) - max(quick, quick_5s) > 0.025
