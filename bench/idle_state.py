@@ -129,7 +129,8 @@ def measure(target: str, minutes: float, profile: str = "quick", seed: int = 1,
         for threads, options in sorted({ARMS[arm][2:] for arm in arms}):
             workloads = {c.id: dataclasses.replace(c.workloads[0], threads=threads, **dict(options))
                          for c in conds}
-            tables[options] = [(w.tables, w.table_size) for w in workloads.values()][0]
+            first = next(iter(workloads.values()))
+            tables[options] = (first.tables, first.table_size)
             for workload in workloads.values():   # loaded once per table shape (a loaded schema is kept)
                 workload.prepare(server)
             sessions[threads, options] = stack.enter_context(interleaved_session(server, workloads, seed))
@@ -211,24 +212,25 @@ def by_speed(series: dict, arm: str) -> dict:
     if len(rows) < 4 or not all("server_system_s" in b for b in rows):
         raise ValueError(f"arm {arm!r}: needs four bursts or more with the server's system time")
     base, last = list(rows[0]["qps"])[0], "charset=mismatch"   # C1's main comparison
-
-    def per_query(b, seconds):      # the burst's queries: its levels' QPS share its time alike
-        return 1e6 * seconds / (b["seconds"] * statistics.mean(b["qps"].values()))
+    bursts = []
+    for b in rows:
+        queries = b["seconds"] * statistics.mean(b["qps"].values())   # its levels share its time alike
+        bursts.append({"qps": b["qps"][base], "ratio": b["qps"][last] / b["qps"][base],
+                       "system_share": b["server_system_s"] / b["server_cpu_s"],
+                       "user_us": 1e6 * (b["server_cpu_s"] - b["server_system_s"]) / queries,
+                       "system_us": 1e6 * b["server_system_s"] / queries})
+    digits = {"qps": None, "ratio": 4, "system_share": 3, "user_us": 1, "system_us": 2}
 
     def half(part):
-        return {"qps": round(statistics.median(b["qps"][base] for b in part)),
-                "ratio": round(statistics.median(b["qps"][last] / b["qps"][base] for b in part), 4),
-                "system_share": round(statistics.median(b["server_system_s"] / b["server_cpu_s"] for b in part), 3),
-                "user_us": round(statistics.median(per_query(b, b["server_cpu_s"] - b["server_system_s"])
-                                                   for b in part), 1),
-                "system_us": round(statistics.median(per_query(b, b["server_system_s"]) for b in part), 2)}
+        return {k: round(statistics.median(b[k] for b in part), n) for k, n in digits.items()}
 
-    ranked = sorted(rows, key=lambda b: b["qps"][base])
-    qps = [b["qps"][base] for b in rows]
-    return {"slow": half(ranked[:len(ranked) // 2]), "fast": half(ranked[len(ranked) // 2:]),
-            "corr_qps_ratio": round(statistics.correlation(qps, [b["qps"][last] / b["qps"][base] for b in rows]), 2),
-            "corr_qps_user_us": round(statistics.correlation(
-                qps, [per_query(b, b["server_cpu_s"] - b["server_system_s"]) for b in rows]), 2)}
+    def correlation(key):
+        return round(statistics.correlation([b["qps"] for b in bursts], [b[key] for b in bursts]), 2)
+
+    bursts.sort(key=lambda b: b["qps"])
+    middle = len(bursts) // 2
+    return {"slow": half(bursts[:middle]), "fast": half(bursts[middle:]),
+            "corr_qps_ratio": correlation("ratio"), "corr_qps_user_us": correlation("user_us")}
 
 
 def main(argv=None) -> int:

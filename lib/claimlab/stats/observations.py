@@ -145,16 +145,17 @@ def block_log_ratios(base: pd.DataFrame, treat: pd.DataFrame, strata: list[str],
     strata_rows = []
     for key, part in pd.concat([b, t], axis=1).reset_index().groupby(keys, sort=True):
         has_b, has_t = part["b"].notna(), part["t"].notna()
+        base_log = side_means[0].get(key, np.nan)
         if not (has_b.any() and has_t.any()):
             strata_rows.append((*key, np.nan, False, 0, 0, np.nan))
         elif key in paired_strata and statistic == "mean":
             both_sides = has_b & has_t
             diff = (part["t"] - part["b"])[both_sides]
             strata_rows.append((*key, diff.mean(), True, int(both_sides.sum()),
-                                int((has_b ^ has_t).sum()), side_means[0].get(key, np.nan)))
+                                int((has_b ^ has_t).sum()), base_log))
         else:
-            strata_rows.append((*key, side_means[1].get(key, np.nan) - side_means[0].get(key, np.nan),
-                                key in paired_strata, 0, 0, side_means[0].get(key, np.nan)))
+            strata_rows.append((*key, side_means[1].get(key, np.nan) - base_log,
+                                key in paired_strata, 0, 0, base_log))
     frame = pd.DataFrame(strata_rows, columns=[*keys, "log_ratio", "paired", "n_pairs", "unmatched",
                                                "baseline_log"])
     frame = frame.dropna(subset=["log_ratio"])
