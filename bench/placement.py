@@ -66,7 +66,8 @@ def measure(target: str, pairs: int, blocks: int | None, data: Path | None) -> l
 
 
 def spread(dirs: list[Path]) -> pd.DataFrame:
-    """`stats.run_spread` of each arm's runs (the arm read from each run's recorded design)."""
+    """`stats.run_spread` of each arm's runs (the arm read from each run's recorded design), with
+    the runs' estimates (`stats.run_levels`) as a tuple."""
     claim = load_claims(ROOT / "data" / "claims.yaml")["C2"]
     arms: dict[bool, list[str]] = {}
     for path in dirs:
@@ -75,7 +76,10 @@ def spread(dirs: list[Path]) -> pd.DataFrame:
     frames = []
     for place, runs in sorted(arms.items()):
         (analysis,) = analyze_runs(runs)
-        frames.append(stats.run_spread(analysis.results, claim).assign(arm=ARMS[place], runs=" ".join(runs)))
+        estimates = stats.run_levels(analysis.results, claim).groupby(["comparison", "target"])["estimate"]
+        frames.append(stats.run_spread(analysis.results, claim)
+                      .join(estimates.agg(tuple).rename("run_estimates"), on=["comparison", "target"])
+                      .assign(arm=ARMS[place], runs=" ".join(runs)))
     return pd.concat(frames, ignore_index=True)
 
 
@@ -94,7 +98,8 @@ def main(argv=None) -> int:
         dirs = measure(args.target, args.pairs, args.blocks, args.data)
     table = spread(dirs)
     cols = ["arm", "target", "comparison", "run_estimates", "between_run_sd", "within_run_sd", "p_runs_differ"]
-    print(table[cols].to_string(index=False, float_format=lambda x: f"{x:.3g}"))
+    print(table[cols].to_string(index=False, float_format=lambda x: f"{x:.3g}",
+                                formatters={"run_estimates": lambda xs: ", ".join(f"{x:.4g}" for x in xs)}))
     if args.out:
         args.out.write_text(json.dumps(table.to_dict("records"), indent=1, default=str) + "\n")
     return 0

@@ -335,12 +335,15 @@ def cmd_analyze(args) -> int:
         for line in edge_lines(a.table.to_dict("records")):
             print(f"  near an edge: {line}")
         if len(a.run_id.split()) > 1:
+            levels = stats.run_levels(a.results, a.claim).groupby(["comparison", "target"])
             for row in stats.run_spread(a.results, a.claim).itertuples(index=False):
-                print(f"  {row.comparison} [{row.target}] runs {row.run_estimates}; between-run sd "
+                runs = levels.get_group((row.comparison, row.target))
+                corr = "" if math.isnan(row.baseline_corr) else \
+                    f", its correlation with the estimate {row.baseline_corr:.2f}"
+                print(f"  {row.comparison} [{row.target}] runs {_per_run(runs, 'estimate')}; between-run sd "
                       f"{row.between_run_sd:.3g}, within-run sd {row.within_run_sd:.3g}, "
                       f"p(runs differ) {row.p_runs_differ:.3g}; baseline ({row.baseline}) "
-                      f"{row.run_baselines}" + ("" if math.isnan(row.baseline_corr) else
-                                                f", its correlation with the estimate {row.baseline_corr:.2f}"))
+                      f"{_per_run(runs, 'baseline_level')}{corr}")
         if args.exclude_contention:
             for line in _contention_lines(a.results, a.table):
                 print(f"  {line}")
@@ -348,6 +351,12 @@ def cmd_analyze(args) -> int:
         pd.concat([a.table for a in analyses]).to_csv(args.table, index=False)
         print(f"table written to {args.table}")
     return 0
+
+
+def _per_run(runs, column: str) -> str:
+    """`run: value, ...` for one comparison's runs (`stats.run_levels`), four significant digits."""
+    from .narrative import number
+    return ", ".join(f"{run}: {number(value, 4)}" for run, value in zip(runs["run_id"], runs[column]))
 
 
 def _contention_lines(results, table) -> list[str]:

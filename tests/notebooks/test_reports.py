@@ -110,6 +110,10 @@ def test_summary_notebook_runs_from_shipped_data(tmp_path):
     out = report.execute(report.SUMMARY, tmp_path, {"figures_dir": str(tmp_path / "figures")}, ROOT)
     assert not _errors(out)
     assert (tmp_path / "figures" / "summary" / "forest.png").exists()
+    # between sessions: every earlier run listed has its estimate and baseline level in a row of its own
+    text = out.read_text()
+    assert "Each run's estimate beside its baseline level" in text
+    assert all(f"<td>{run}</td>" in text for run in report.shipped_run_ids(file=report.EARLIER_RUNS))
 
 
 def test_investigation_runs_its_ablation_anew_when_asked(tmp_path, mariadbd):

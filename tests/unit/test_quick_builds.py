@@ -373,7 +373,7 @@ def test_two_starts_per_block_narrow_what_one_run_draws_of_mysqls_layouts():
         (c2,) = report.analyze_runs(run_ids, RAW)
         unicode = c2.table.set_index("comparison").loc["unicode_vs_general"]
         spread = stats.run_spread(c2.results, claim).set_index("comparison").loc["unicode_vs_general"]
-        estimates = [float(part.split(": ")[1]) for part in spread["run_estimates"].split(", ")]
+        estimates = stats.run_levels(c2.results, claim).query("comparison == 'unicode_vs_general'")["estimate"]
         read[design] = (min(estimates), max(estimates), spread["within_run_sd"], unicode["n_blocks"])
     assert read["one_start"][:2] == pytest.approx((1.269, 1.302), abs=0.0006), read
     assert read["two_starts"][:2] == pytest.approx((1.273, 1.295), abs=0.0006), read
@@ -1696,8 +1696,9 @@ def test_over_the_model_167_builds_mariadbs_c2_ratios_follow_the_machines_speed_
     assert (spread.xs("mysql", level="target")["p_runs_differ"] > 0.4).all()
     main = spread.loc[("uca_ai_vs_utf8mb3", "mariadb")]
     assert main["baseline"] == "collation=utf8mb3_general_ci varchar_scan/elapsed_s"
-    levels = [float(x.split(": ")[1]) for x in main["run_baselines"].split(", ")]
-    assert max(levels[:6]) < 0.0545 < 0.0565 < min(levels[6:])
+    levels = stats.run_levels(c2.results, c2.claim).query("comparison == 'uca_ai_vs_utf8mb3' and target == 'mariadb'")
+    assert levels["run_id"].is_monotonic_increasing   # run ids begin with their time
+    assert max(levels["baseline_level"][:6]) < 0.0545 < 0.0565 < min(levels["baseline_level"][6:])
 
 
 def test_c1s_full_runs_on_one_vcpu_agree_in_two_states_and_the_faster_reads_the_larger_effect(capsys):

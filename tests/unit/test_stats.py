@@ -462,7 +462,12 @@ def test_several_runs_are_the_top_level():
     assert "t interval over 3 runs (df 2, ratio per block " in row["verdict_note"]
     spread = stats.run_spread(results, CLAIMS["C4"])
     assert list(spread.columns) == list(stats.SPREAD_COLUMNS) and spread["n_runs"].iloc[0] == 3
-    assert spread["run_estimates"].iloc[0].count("run") == 3
+    levels = stats.run_levels(results, CLAIMS["C4"])
+    assert list(levels.columns) == list(stats.RUN_COLUMNS) and list(levels["run_id"]) == ["run1", "run2", "run3"]
+    # each run's estimate is the one `analyze` gives that run alone
+    for run_id, estimate in zip(levels["run_id"], levels["estimate"]):
+        alone = stats.analyze(results[results["run_id"] == run_id], CLAIMS["C4"]).iloc[0]
+        assert estimate == pytest.approx(alone["estimate"], rel=1e-9)
 
 
 def test_the_runs_spread_says_each_runs_baseline_level_and_whether_the_estimates_follow_it():
@@ -476,9 +481,10 @@ def test_the_runs_spread_says_each_runs_baseline_level_and_whether_the_estimates
         runs.append(run.assign(run_id=f"run{number}", value=run["value"] * speed))
     spread = stats.run_spread(pd.concat(runs), CLAIMS["C4"]).iloc[0]
     assert spread["baseline"] == "binlog=off insert_loop/elapsed_s"
-    levels = [float(x.split(": ")[1]) for x in spread["run_baselines"].split(", ")]
+    levels = stats.run_levels(pd.concat(runs), CLAIMS["C4"])
+    assert set(levels["baseline"]) == {spread["baseline"]}
     base = [float(np.exp(np.log(r.loc[r["condition"] == "binlog=off", "value"]).mean())) for r in runs]
-    assert levels == pytest.approx(base, rel=1e-3)
+    assert list(levels["baseline_level"]) == pytest.approx(base, rel=1e-9)
     assert spread["baseline_corr"] > 0.95
     assert math.isnan(stats.run_spread(pd.concat(runs[:2]), CLAIMS["C4"]).iloc[0]["baseline_corr"])
 

@@ -12,13 +12,14 @@ metric), no I/O except `stop_callback`, no plotting. One module per concern:
 - `speed`: the speed witness (slow-state flags from the probes);
 - `selection`: which rows make a comparison, and the exclusion policy;
 - `sequential`: group-sequential stopping on every path (`should_stop`, `stop_callback`);
-- `analysis`: the verdict table (`analyze`) and between-run spread (`run_spread`);
+- `analysis`: the verdict table (`analyze`), between-run spread (`run_spread`) and each run's
+  estimate beside the machine's speed in it (`run_levels`);
 - `costs`: per-operation costs; `diagnostics`: drift, warm-up, outliers.
 """
 
 from claimlab.stopping import StopRule
 
-from .analysis import SPREAD_COLUMNS, TABLE_COLUMNS, analyze, run_spread, summary_line
+from .analysis import RUN_COLUMNS, SPREAD_COLUMNS, TABLE_COLUMNS, analyze, run_levels, run_spread, summary_line
 from .costs import COST_METRICS, cost_table, mean_interval, per_operation
 from .diagnostics import DRIFT_FLAG_P, Diagnostics, diagnostics
 from .intervals import Interval, LogRatio, Sample, hierarchical_draws, log_ratio, ratio_interval, run_components
@@ -55,7 +56,7 @@ from .verdicts import EDGE_FACTOR, EDGE_MARK, VERDICTS, Verdict, edge_label, lab
 
 __all__ = [
     "COST_METRICS", "DRIFT_FLAG_P", "EDGE_FACTOR", "EDGE_MARK", "OUTLIER_Z", "POWER", "PROBE_METRICS",
-    "REQUIRED_COLUMNS",
+    "REQUIRED_COLUMNS", "RUN_COLUMNS",
     "SLOW_FACTOR", "SLOW_HOUR", "SPREAD_COLUMNS", "TABLE_COLUMNS", "VERDICTS", "Diagnostics", "Interval",
     "Look", "LogRatio", "Policy", "Sample", "StopDecision", "StopRule", "Verdict", "analyze",
     "agreement_chance", "block_log_ratios", "blocks_for_agreement", "blocks_for_margin", "blocks_needed",
@@ -64,7 +65,7 @@ __all__ = [
     "holm", "label_chances", "labeller", "log_ratio", "mean_interval", "minimal_detectable_effect",
     "obrien_fleming_spending",
     "outlier_rule", "paired_power", "per_operation", "prepare", "ratio_interval",
-    "repeated_interval", "run_components", "run_spread", "sequential_alpha", "sequential_label_chances",
+    "repeated_interval", "run_components", "run_levels", "run_spread", "sequential_alpha", "sequential_label_chances",
     "design_label_chances",
     "sequential_look", "SimulatedRuns", "simulate_sequential",
     "should_stop", "stop_callback", "stopping_for", "speed_flags", "summary_line", "target_note", "verdict",

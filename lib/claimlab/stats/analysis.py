@@ -56,9 +56,9 @@ TABLE_COLUMNS = (
     "published_ratio", "published_in_ci", "equivalence_margin", "flagged_share", "fast_share", "contention",
     "speed_state", "verdict", "verdict_label", "edge_label", "rerun_chance", "verdict_note",
 )
-SPREAD_COLUMNS = ("claim", "comparison", "target", "n_runs", "run_estimates", "between_run_sd",
-                  "within_run_sd", "between_share", "p_runs_differ", "baseline", "run_baselines",
-                  "baseline_corr")
+SPREAD_COLUMNS = ("claim", "comparison", "target", "n_runs", "between_run_sd", "within_run_sd",
+                  "between_share", "p_runs_differ", "baseline", "baseline_corr")
+RUN_COLUMNS = ("claim", "comparison", "target", "run_id", "estimate", "baseline", "baseline_level")
 
 
 def analyze(results: pd.DataFrame, claim: Claim, *, confidence: float = 0.95,
@@ -95,36 +95,46 @@ def run_spread(results: pd.DataFrame, claim: Claim, *, include_contention: bool 
     between_run_sd and within_run_sd are log-scale standard deviations (about relative ones);
     between_share is the between-run share of a block's variance; p_runs_differ is the one-way
     ANOVA F test that the runs' true ratios are equal (see `intervals.run_components`).
-    run_baselines gives each run's baseline level (geometric mean of its blocks' baseline, in the
-    comparison's metric), the machine's speed in that run; baseline_corr, with three runs or more,
-    is the Pearson correlation over runs of the log estimate with the log baseline level: whether
-    the runs' spread follows the machine's state (on one vCPU C1's faster runs read the larger
-    effect, data/README.md, "What the hour does to C1's ratio"). A description, not a test.
+    baseline_corr, with three runs or more, is the Pearson correlation over runs of the log
+    estimate with the log baseline level (`run_levels`): whether the runs' spread follows the
+    machine's state (on one vCPU C1's faster runs read the larger effect, data/README.md, "What
+    the hour does to C1's ratio"). A description, not a test.
     """
-    policy = Policy(include_contention=include_contention, normal_only=normal_only)
     rows = []
-    for group in comparison_groups(results, claim, policy):
-        if group.reason or group.blocks.empty:
-            continue
-        per_run = group.blocks.groupby("run_id", sort=True)[["log_ratio", "baseline_log"]].mean()
+    for group, per_run in _runs_of(results, claim, include_contention, normal_only):
         parts = run_components(as_matrix(group.blocks))
-        comparison = group.comparison
-        rows.append({"claim": claim.id, "comparison": comparison.name, "target": group.target,
-                     "run_estimates": ", ".join(f"{run}: {math.exp(v):.4g}"
-                                                for run, v in per_run["log_ratio"].items()),
-                     "between_run_sd": parts["between_sd"], "within_run_sd": parts["within_sd"],
-                     "between_share": parts["between_share"], "p_runs_differ": parts["p_runs_differ"],
-                     "n_runs": parts["n_runs"],
-                     "baseline": f"{comparison.baseline.label} {comparison.workload}/{comparison.metric}",
-                     "run_baselines": ", ".join(f"{run}: {_level(math.exp(v))}"
-                                                for run, v in per_run["baseline_log"].items()),
+        rows.append({"claim": claim.id, "comparison": group.comparison.name, "target": group.target,
+                     "n_runs": parts["n_runs"], "between_run_sd": parts["between_sd"],
+                     "within_run_sd": parts["within_sd"], "between_share": parts["between_share"],
+                     "p_runs_differ": parts["p_runs_differ"], "baseline": _baseline(group.comparison),
                      "baseline_corr": _correlation(per_run["log_ratio"], per_run["baseline_log"])})
     return pd.DataFrame(rows, columns=list(SPREAD_COLUMNS))
 
 
-def _level(value: float) -> str:
-    """A metric's level for reading: 27,420 qps rather than 2.742e+04, 0.1834 s as it is."""
-    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.4g}"
+def run_levels(results: pd.DataFrame, claim: Claim, *, include_contention: bool = True,
+               normal_only: bool = False) -> pd.DataFrame:
+    """Each run's estimate of each comparison (the geometric mean of its blocks' ratios) beside
+    its baseline level (the geometric mean of its blocks' baseline, in the comparison's metric):
+    the machine's speed in that run, against which `run_spread`'s baseline_corr reads the
+    estimates. One row per comparison, server and run; numbers, formatted by whoever shows them."""
+    rows = [{"claim": claim.id, "comparison": group.comparison.name, "target": group.target,
+             "run_id": run, "estimate": math.exp(values["log_ratio"]),
+             "baseline": _baseline(group.comparison), "baseline_level": math.exp(values["baseline_log"])}
+            for group, per_run in _runs_of(results, claim, include_contention, normal_only)
+            for run, values in per_run.iterrows()]
+    return pd.DataFrame(rows, columns=list(RUN_COLUMNS))
+
+
+def _runs_of(results: pd.DataFrame, claim: Claim, include_contention: bool, normal_only: bool):
+    """Each measured comparison group with its runs' mean block log ratio and baseline level."""
+    policy = Policy(include_contention=include_contention, normal_only=normal_only)
+    for group in comparison_groups(results, claim, policy):
+        if not group.reason and not group.blocks.empty:
+            yield group, group.blocks.groupby("run_id", sort=True)[["log_ratio", "baseline_log"]].mean()
+
+
+def _baseline(comparison) -> str:
+    return f"{comparison.baseline.label} {comparison.workload}/{comparison.metric}"
 
 
 def _correlation(x: pd.Series, y: pd.Series) -> float:
