@@ -12,7 +12,7 @@ from pathlib import Path
 from . import params as params_mod
 from .errors import ClaimlabError, TargetUnavailable
 
-EXIT_ERROR, EXIT_INTERRUPTED = 1, 130
+EXIT_ERROR, EXIT_INTERRUPTED, EXIT_BROKEN_PIPE = 1, 130, 141   # 128 + the signal, as a shell reports it
 READ_HELP = "where stored runs live (default: runs/, then the shipped data/raw)"
 
 
@@ -571,6 +571,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("claimlab: interrupted; resume with --resume RUN_ID (see `claimlab runs`)", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # the reader stopped reading (`claimlab analyze ... | head`): no traceback, and none at exit
+        # when Python flushes stdout (the Python docs' "Note on SIGPIPE")
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
     except ClaimlabError as exc:
         if args.debug:
             raise

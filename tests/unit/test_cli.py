@@ -5,7 +5,10 @@ data/raw."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 
 import pandas as pd
 import pytest
@@ -146,3 +149,13 @@ def test_the_claim_notebook_refuses_runs_of_another_claim():
     c2 = report.published_runs(ROOT)["collation_cost"]
     assert [p.name for p in report.resolve_runs("collation_cost", c2, start_servers=False, profile="quick",
                                                 data_root=None)] == c2
+
+
+def test_a_reader_that_stops_reading_gets_no_traceback():
+    """`claimlab analyze RUN RUN | head -1`: the pipe closes while claimlab still prints."""
+    runs = report.shipped_run_ids(ROOT)
+    proc = subprocess.run(f"{sys.executable} -m claimlab.cli analyze {' '.join(runs)} | head -c 10",
+                          shell=True, cwd=ROOT, capture_output=True, text=True, timeout=300,
+                          executable="/bin/bash", env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    assert len(proc.stdout) == 10
+    assert proc.stderr == ""
