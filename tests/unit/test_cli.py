@@ -152,7 +152,7 @@ def test_the_claim_notebook_refuses_runs_of_another_claim():
 
 
 def test_a_reader_that_stops_reading_gets_no_traceback():
-    """`claimlab analyze RUN RUN | head -1`: the pipe closes while claimlab still prints."""
+    """`claimlab analyze RUN RUN ... | head -c 10`: the pipe closes while claimlab still prints."""
     runs = report.shipped_run_ids(ROOT)
     proc = subprocess.run(f"{sys.executable} -m claimlab.cli analyze {' '.join(runs)} | head -c 10",
                           shell=True, cwd=ROOT, capture_output=True, text=True, timeout=300,
