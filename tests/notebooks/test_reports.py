@@ -2,6 +2,7 @@
 the summary and index render, the HTML opens in a real headless browser with every figure loaded
 and no error, and a planted password appears in no produced file."""
 
+import html
 import json
 import re
 import secrets
@@ -103,6 +104,9 @@ def test_html_loads_nothing_from_the_network(built):
         assert remote == [], (page.name, remote)
 
 
+CLAIM_IDS = ("C1", "C2", "C3", "C4")
+
+
 def test_summary_notebook_runs_from_shipped_data(tmp_path):
     """No server: the summary reads the runs shipped in data/ (data/published_runs.json)."""
     shipped = report.published_runs(ROOT)
@@ -110,9 +114,11 @@ def test_summary_notebook_runs_from_shipped_data(tmp_path):
     out = report.execute(report.SUMMARY, tmp_path, {"figures_dir": str(tmp_path / "figures")}, ROOT)
     assert not _errors(out)
     assert (tmp_path / "figures" / "summary" / "forest.png").exists()
-    # between sessions: every earlier run listed has its estimate and baseline level in a row of its own
+    # between sessions: a table per claim, every earlier run listed with its estimates and baseline
+    # levels in a row of its own
     text = out.read_text()
-    assert "Each run's estimate beside its baseline level" in text
+    captions = [html.escape(f"{claim}: each run's estimate beside its baseline level") for claim in CLAIM_IDS]
+    assert all(caption in text for caption in captions)   # in the output: the source spells no claim
     assert all(f"<td>{run}</td>" in text for run in report.shipped_run_ids(file=report.EARLIER_RUNS))
 
 
