@@ -76,8 +76,9 @@ def spread(dirs: list[Path]) -> pd.DataFrame:
     frames = []
     for place, runs in sorted(arms.items()):
         (analysis,) = analyze_runs(runs)
-        estimates = stats.run_levels(analysis.results, claim).groupby(["comparison", "target"])["estimate"]
-        frames.append(stats.run_spread(analysis.results, claim)
+        spread, levels = stats.between_runs(analysis.results, claim)
+        estimates = levels.groupby(["comparison", "target"])["estimate"]
+        frames.append(spread
                       .join(estimates.agg(tuple).rename("run_estimates"), on=["comparison", "target"])
                       .assign(arm=ARMS[place], runs=" ".join(runs)))
     return pd.concat(frames, ignore_index=True)

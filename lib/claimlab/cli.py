@@ -335,8 +335,9 @@ def cmd_analyze(args) -> int:
         for line in edge_lines(a.table.to_dict("records")):
             print(f"  near an edge: {line}")
         if len(a.run_id.split()) > 1:
-            levels = stats.run_levels(a.results, a.claim).groupby(["comparison", "target"])
-            for row in stats.run_spread(a.results, a.claim).itertuples(index=False):
+            spread, levels = stats.between_runs(a.results, a.claim)
+            levels = levels.groupby(["comparison", "target"])
+            for row in spread.itertuples(index=False):
                 runs = levels.get_group((row.comparison, row.target))
                 corr = "" if math.isnan(row.baseline_corr) else \
                     f", its correlation with the estimate {row.baseline_corr:.2f}"

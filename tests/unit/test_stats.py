@@ -464,6 +464,9 @@ def test_several_runs_are_the_top_level():
     assert list(spread.columns) == list(stats.SPREAD_COLUMNS) and spread["n_runs"].iloc[0] == 3
     levels = stats.run_levels(results, CLAIMS["C4"])
     assert list(levels.columns) == list(stats.RUN_COLUMNS) and list(levels["run_id"]) == ["run1", "run2", "run3"]
+    both = stats.between_runs(results, CLAIMS["C4"])   # the two tables from one pass
+    pd.testing.assert_frame_equal(both[0], spread)
+    pd.testing.assert_frame_equal(both[1], levels)
     # each run's estimate is the one `analyze` gives that run alone
     for run_id, estimate in zip(levels["run_id"], levels["estimate"]):
         alone = stats.analyze(results[results["run_id"] == run_id], CLAIMS["C4"]).iloc[0]

@@ -13,13 +13,22 @@ metric), no I/O except `stop_callback`, no plotting. One module per concern:
 - `selection`: which rows make a comparison, and the exclusion policy;
 - `sequential`: group-sequential stopping on every path (`should_stop`, `stop_callback`);
 - `analysis`: the verdict table (`analyze`), between-run spread (`run_spread`) and each run's
-  estimate beside the machine's speed in it (`run_levels`);
+  estimate beside the machine's speed in it (`run_levels`; both in one pass: `between_runs`);
 - `costs`: per-operation costs; `diagnostics`: drift, warm-up, outliers.
 """
 
 from claimlab.stopping import StopRule
 
-from .analysis import RUN_COLUMNS, SPREAD_COLUMNS, TABLE_COLUMNS, analyze, run_levels, run_spread, summary_line
+from .analysis import (
+                    RUN_COLUMNS,
+                    SPREAD_COLUMNS,
+                    TABLE_COLUMNS,
+                    analyze,
+                    between_runs,
+                    run_levels,
+                    run_spread,
+                    summary_line,
+)
 from .costs import COST_METRICS, cost_table, mean_interval, per_operation
 from .diagnostics import DRIFT_FLAG_P, Diagnostics, diagnostics
 from .intervals import Interval, LogRatio, Sample, hierarchical_draws, log_ratio, ratio_interval, run_components
@@ -59,7 +68,8 @@ __all__ = [
     "REQUIRED_COLUMNS", "RUN_COLUMNS",
     "SLOW_FACTOR", "SLOW_HOUR", "SPREAD_COLUMNS", "TABLE_COLUMNS", "VERDICTS", "Diagnostics", "Interval",
     "Look", "LogRatio", "Policy", "Sample", "StopDecision", "StopRule", "Verdict", "analyze",
-    "agreement_chance", "block_log_ratios", "blocks_for_agreement", "blocks_for_margin", "blocks_needed",
+    "agreement_chance", "between_runs", "block_log_ratios", "blocks_for_agreement", "blocks_for_margin",
+    "blocks_needed",
     "claim_metrics",
     "comparison_groups", "cost_table", "diagnostics", "edge_label", "flagged_share", "hierarchical_draws",
     "holm", "label_chances", "labeller", "log_ratio", "mean_interval", "minimal_detectable_effect",
