@@ -233,6 +233,24 @@ def by_speed(series: dict, arm: str) -> dict:
             "corr_qps_ratio": correlation("ratio"), "corr_qps_user_us": correlation("user_us")}
 
 
+def by_minute(series: dict, arm: str) -> list[dict]:
+    """An arm's bursts by the minute since the series' first burst: each level's geometric-mean ratio
+    to the first level and the median QPS of the first. Whether a ratio settles within a server
+    start or drifts with the start's age (MySQL's C1 effect grew over its first minutes)."""
+    rows = [b for b in series["bursts"] if b["arm"] == arm]
+    if not rows:
+        raise ValueError(f"arm {arm!r}: no bursts in this series")
+    t0, base = series["bursts"][0]["started"], list(rows[0]["qps"])[0]
+    minutes: dict[int, list[dict]] = {}
+    for b in rows:
+        minutes.setdefault(int((b["started"] - t0) // 60), []).append(b)
+    return [{"minute": m, "bursts": len(part), "qps": round(statistics.median(b["qps"][base] for b in part)),
+             "ratio_to_" + base: {level: round(math.exp(statistics.fmean(
+                 math.log(b["qps"][level] / b["qps"][base]) for b in part)), 4)
+                 for level in part[0]["qps"] if level != base}}
+            for m, part in sorted(minutes.items())]
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--target", default="mariadb", help="C1's target to run (default mariadb)")
@@ -247,6 +265,8 @@ def main(argv=None) -> int:
     ap.add_argument("--by-speed", action="store_true",
                     help="also print each arm's bursts split by their QPS (slow and fast halves), "
                          "where the series kept the server's system time")
+    ap.add_argument("--by-minute", action="store_true",
+                    help="also print each arm's ratios minute by minute since the first burst")
     args = ap.parse_args(argv)
     if args.out and args.out.exists():
         sys.exit(f"{args.out}: exists; measured data is never overwritten (pick another --out)")
@@ -263,6 +283,10 @@ def main(argv=None) -> int:
                 print(json.dumps({"arm": row["arm"], "by_speed": by_speed(series, row["arm"])}))
             except ValueError as e:
                 print(f"not split by speed: {e}", file=sys.stderr)
+    if args.by_minute:
+        for row in series["summary"]:
+            for minute in by_minute(series, row["arm"]):
+                print(json.dumps({"arm": row["arm"], **minute}))
     if args.out:
         args.out.write_text(json.dumps(series, indent=1) + "\n")
     return 0

@@ -98,3 +98,22 @@ def test_the_full_profile_reads_c1s_effect_smaller_for_its_tables_not_its_bursts
     quick, quick_5s = mismatch["one vCPU 1, quick's tables, 3-s bursts"], mismatch["one vCPU 1, quick's tables"]
     assert abs(full - full_3s) < 0.005 and abs(quick - quick_5s) < 0.005
     assert min(full, full_3s) - max(quick, quick_5s) > 0.025
+
+
+def test_mysqls_c1_effect_reads_larger_after_a_starts_first_minute():
+    # 17:24-17:28 (data/README.md, "MySQL's C1 effect after a start's first minute"): one MySQL start,
+    # C1's quick workload on vCPU 1, 79 bursts of 3 s. Its first minute read mismatch / latin1 0.970,
+    # as the quick builds' bursts (the first 15 s of a start) do; the next three 0.960-0.967, as the
+    # one-vCPU arm of the ten-minute series of 08:40 did after its first minute (0.952-0.968).
+    idle_state = bench_module("idle_state")
+    for name, arm, bursts in (("c1_idle_state_mysql_1724.json", "one vCPU 1", 79),
+                              ("c1_idle_state_mysql.json", "one vCPU", 50)):
+        series = json.loads((ROOT / "data" / name).read_text())
+        assert series["target"] == "mysql" and idle_state.summary(series) == series["summary"]
+        minutes = idle_state.by_minute(series, arm)
+        assert sum(m["bursts"] for m in minutes) == bursts
+        mismatch = [m["ratio_to_charset=latin1"]["charset=mismatch"] for m in minutes if m["bursts"] >= 4]
+        assert 0.968 <= mismatch[0] <= 0.971, mismatch
+        assert all(0.95 < x < 0.968 for x in mismatch[1:]), mismatch
+    with pytest.raises(ValueError, match="'apart': no bursts in this series"):
+        idle_state.by_minute(json.loads((ROOT / "data" / "c1_idle_state_mysql_1724.json").read_text()), "apart")
