@@ -23,7 +23,6 @@ import itertools
 import json
 import shutil
 import signal
-import statistics
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -712,7 +711,7 @@ def _run_workload(ctx: _Context, unit: Unit, index: int, procs: dict, attempt: i
                          for call in calls(round_order(unit, -1 - k, design.seed))],
                         side_by_side=ctx.speed_probe is not None)
         store.event("warmup", seq=unit.seq, workload=exp.workloads[index].name, measurements=len(warm),
-                    seconds=round(sum(warm), 4))
+                    seconds=round(sum(warm), 4), each_s=[round(t, 4) for t in warm])
         phases.lap("warmup_s")
         if ctx.look is not None and ctx.look.stop():
             raise _Decided
@@ -720,7 +719,7 @@ def _run_workload(ctx: _Context, unit: Unit, index: int, procs: dict, attempt: i
         ctx.finish_stops(phases)   # the previous unit's servers are gone before anything is measured
         for proc in procs.values():
             if proc.probe is None:
-                proc.probe = _probe(ctx, proc.server, statistics.median(warm) if warm else None)
+                proc.probe = _probe(ctx, proc.server, warm)
         phases.lap("probe_s")
         busy, cpu, disk = accounting.wait_until_quiet(pids, since=window)
         if busy:
@@ -850,12 +849,12 @@ def _warm_up(calls: list[tuple[list, Callable[..., dict]]], side_by_side: bool =
                 for t in future.result()]
 
 
-def _probe(ctx: _Context, server, typical_s: float | None) -> witness.SpeedProbe:
-    """The run's speed probe: calibrated once (on the first server start that needs it, from
-    the warm-up's length) and recorded, so every measurement of the run, resumed or not, is
+def _probe(ctx: _Context, server, warmup_s: list[float]) -> witness.SpeedProbe:
+    """The run's speed probe: calibrated once (on the first server start that needs it, from its
+    warm-up calls' lengths) and recorded, so every measurement of the run, resumed or not, is
     witnessed by the same amount of work."""
     if ctx.speed_probe is None:
-        target_s = witness.target_seconds(typical_s)
+        target_s = witness.target_seconds(warmup_s)
         n = witness.SpeedProbe.calibrate(server, target_s)
         ctx.speed_probe = {"sql": witness.SQL.format(n=n), "n": n, "target_s": round(target_s, 4),
                            "calibrated_on": server.target.name}

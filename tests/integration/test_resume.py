@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from claimlab import accounting, params, runner
+from claimlab import accounting, params, runner, witness
 from claimlab.errors import SettingsMismatch, WorkloadError
 from claimlab.store import RunStore, read_jsonl, read_manifest, read_results
 from conftest import run_cli
@@ -64,7 +64,7 @@ def _one_line_refusal(result, *words):
 
 
 def test_paired_rounds_share_a_server_start_and_carry_probes(tmp_path, write_params, mariadbd):
-    exp = params.load(write_params(EXP))
+    exp = params.load(write_params(EXP.replace("warmup: 0", "warmup: 1")))
     outcome = runner.run(exp, data_root=tmp_path / "raw", work_root=tmp_path / "work", progress=False)
     df = read_results(outcome.path)
     servers = read_jsonl(outcome.path / "servers.jsonl")
@@ -82,6 +82,10 @@ def test_paired_rounds_share_a_server_start_and_carry_probes(tmp_path, write_par
     assert len(probes) == 24 and (probes["value"] > 0).all()
     probe = read_manifest(outcome.path)["speed_probe"]
     assert probe["n"] >= 1 and f"BENCHMARK({probe['n']}," in probe["sql"]
+    # sized from the first start's fastest warm-up call (its first read of each table), recorded
+    first = next(e for e in read_jsonl(outcome.path / "events.jsonl") if e["event"] == "warmup")
+    assert len(first["each_s"]) == first["measurements"] == 2
+    assert probe["target_s"] == round(witness.target_seconds(first["each_s"]), 4)
 
 
 def test_interrupt_mid_unit_then_resume_numbers_the_new_server_start(tmp_path, write_params, mariadbd):
