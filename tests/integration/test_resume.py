@@ -82,7 +82,7 @@ def test_paired_rounds_share_a_server_start_and_carry_probes(tmp_path, write_par
     assert len(probes) == 24 and (probes["value"] > 0).all()
     probe = read_manifest(outcome.path)["speed_probe"]
     assert probe["n"] >= 1 and f"BENCHMARK({probe['n']}," in probe["sql"]
-    # sized from the first start's fastest warm-up call (its first read of each table), recorded
+    # sized from the first start's warm-up calls (their median), each call recorded in the warm-up event
     first = next(e for e in read_jsonl(outcome.path / "events.jsonl") if e["event"] == "warmup")
     assert len(first["each_s"]) == first["measurements"] == 2
     assert probe["target_s"] == round(witness.target_seconds(first["each_s"]), 4)

@@ -104,7 +104,7 @@ def test_mysqls_c1_effect_reads_larger_after_a_starts_first_minute():
     # 17:24-17:28 (data/README.md, "MySQL's C1 effect after a start's first minute"): one MySQL start,
     # C1's quick workload on vCPU 1, 79 bursts of 3 s. Its first minute read mismatch / latin1 0.970,
     # as the quick builds' bursts (the first 15 s of a start) do; the next three 0.960-0.967, as the
-    # one-vCPU arm of the ten-minute series of 08:40 did after its first minute (0.952-0.968).
+    # one-vCPU arm of the ten-minute series of 09:01 did after its first minute (0.952-0.968).
     idle_state = bench_module("idle_state")
     for name, arm, bursts in (("c1_idle_state_mysql_1724.json", "one vCPU 1", 79),
                               ("c1_idle_state_mysql.json", "one vCPU", 50)):
