@@ -1,6 +1,7 @@
 """Real MariaDB: every server option claimlab sets is read back from the server itself."""
 
 import os
+import subprocess
 
 import pytest
 
@@ -51,6 +52,30 @@ def test_refused_option_fails_with_error_log_tail(launcher, default_target):
         srv.start()
     assert "no_such_option" in str(err.value) or "unknown variable" in str(err.value)
     assert srv.proc is None or srv.proc.poll() is not None
+
+
+@pytest.fixture
+def small_fs(tmp_path):
+    """A 40 MiB file system: too small for MariaDB's 96 MiB redo log."""
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=40M", "tmpfs", str(mnt)],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here: {done.stderr.strip()}")
+    yield mnt
+    subprocess.run(["umount", "-l", str(mnt)], check=True)
+
+
+def test_a_full_disk_is_named_as_the_cause(small_fs, mariadbd, default_target):
+    """CI once failed with only MariaDB's last words ('Unknown/unsupported storage engine:
+    InnoDB'); the cause, error 28, comes first in the log, and the free space is what to act on."""
+    from claimlab.servers import Launcher
+    with pytest.raises(ServerStartError) as err:
+        Launcher(small_fs / "work").prepare(default_target, ServerOptions()).start()
+    message = str(err.value)
+    assert "error 28" in message and "storage engine: InnoDB" in message
+    assert "MiB free on the file system of" in message and "--work" in message
 
 
 def test_settings_that_did_not_take_are_caught(server):

@@ -29,6 +29,8 @@ from .options import ServerOptions, TargetSpec
 STOP_TIMEOUT_S = 60.0
 READY_POLL_S = 0.01
 SOCKET_DIR_PREFIX = "claimlab-"   # private socket directories under the system tmp
+# A MariaDB data directory takes about 110 MiB when initialised, MySQL 9.7's about 200 MiB.
+LOW_DISK_BYTES = 1 << 30
 # CR_SERVER_GONE_ERROR, CR_SERVER_LOST, CR_SERVER_LOST_EXTENDED: the connection died, not the query.
 LOST_CONNECTION_ERRNOS = (2006, 2013, 2055)
 # Variables that differ between two starts of the same configuration and say nothing about it.
@@ -314,7 +316,8 @@ class LocalServer(Server):
             logged = [ln for ln in self._log_lines(log_start) if "[ERROR]" in ln]
             tail = _tail(logged or [ln for ln in lines if "ERROR" in ln] or lines)
             shutil.rmtree(partial, ignore_errors=True)
-            raise ServerStartError(f"target {self.target.name}: initialising {self.datadir} failed: {tail}")
+            raise ServerStartError(f"target {self.target.name}: initialising {self.datadir} failed: {tail}"
+                                   f"{disk_hint(self.home)}")
         partial.rename(self.datadir)
         self.password_file.unlink(missing_ok=True)
 
@@ -372,9 +375,8 @@ class LocalServer(Server):
 
     def _log_tail(self, start: int = 0) -> str:
         lines = self._log_lines(start)
-        if not lines:
-            return "(nothing in the error log)"
-        return _tail([ln for ln in lines if "[ERROR]" in ln] or lines)
+        text = _tail([ln for ln in lines if "[ERROR]" in ln] or lines) if lines else "(nothing in the error log)"
+        return text + disk_hint(self.home)
 
     def _kill(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -470,5 +472,21 @@ def remove_socket_dir(home: Path) -> None:
 
 
 def _tail(lines: list[str], n: int = 3) -> str:
-    text = " | ".join(ln.strip() for ln in lines[-n:] if ln.strip())
-    return text or "(nothing logged)"
+    """The last `n` lines, but always the first: a server logs the cause first and its
+    consequences after (MariaDB on a full disk: 'error 28' first, then three lines that end in
+    'Unknown/unsupported storage engine: InnoDB')."""
+    lines = [ln.strip() for ln in lines if ln.strip()]
+    if len(lines) > n:
+        lines = lines[:1] + ["..."] + lines[1 - n:] if n > 1 else lines[:1]
+    return " | ".join(lines) or "(nothing logged)"
+
+
+def disk_hint(path: Path, low: int = LOW_DISK_BYTES) -> str:
+    """What to do when a server failed for want of disk, which servers say only obliquely."""
+    try:
+        free = shutil.disk_usage(path).free
+    except OSError:
+        return ""
+    if free >= low:
+        return ""
+    return f" ({free >> 20} MiB free on the file system of {path}: free some space, or pass --work on a larger one)"
