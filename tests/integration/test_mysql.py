@@ -47,6 +47,21 @@ def test_settings_read_back_from_the_server(mysql_launcher, mysql_target):
         assert "skip-log-bin" in srv.cnf.read_text()
 
 
+def test_a_target_name_moved_to_another_server_gets_a_data_directory_of_its_own(tmp_path, mysql_target,
+                                                                                  mariadbd):
+    """A params file's target renamed from MariaDB to MySQL (one work directory, equal options):
+    MariaDB must not start on MySQL's files ('File ./ib_logfile0 was not found'), nor MySQL on MariaDB's."""
+    launcher = Launcher(tmp_path / "work")
+    mysql = TargetSpec(name="default", kind="mysql-debian")
+    mariadb = TargetSpec(name="default", kind="mariadb")
+    for target, vendor in ((mysql, "MySQL"), (mariadb, "MariaDB"), (mysql, "MySQL")):
+        with launcher.prepare(target, ServerOptions()).start() as srv:
+            assert (vendor == "MariaDB") == ("MariaDB" in query(srv, "SELECT VERSION()")[0][0])
+    homes = sorted(p.name for p in (tmp_path / "work").iterdir())
+    assert len(homes) == 2 and all(h.startswith("default-") for h in homes)
+    assert launcher.home(mysql, ServerOptions()) != launcher.home(mariadb, ServerOptions())
+
+
 def test_a_cached_data_directory_leaves_the_spare_redo_files_to_the_server(mysql_launcher, mysql_target,
                                                                           tmp_path, monkeypatch):
     """The 31 spare redo log files (zeros) are neither kept nor copied; the server makes them again

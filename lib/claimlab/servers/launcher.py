@@ -3,6 +3,7 @@ here, and prepare servers for a run, one data directory per configuration."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 from dataclasses import replace
@@ -127,8 +128,14 @@ class Launcher:
 
     def home(self, target: TargetSpec, options: ServerOptions, slot: int = 0) -> Path:
         """Where a local server of this configuration lives. A second slot lets the next server
-        of a configuration start while the previous one is still shutting down."""
-        return self.workdir / (f"{target.name}-{target.options.merged(options).key()}" + (f".{slot}" if slot else ""))
+        of a configuration start while the previous one is still shutting down. The program is
+        part of the name, as in the data cache's key: a data directory belongs to the server that
+        made it, and a target name moved to another kind or version would otherwise start the
+        new server on the old one's files (MariaDB on MySQL's: 'File ./ib_logfile0 was not found')."""
+        inst = self.installation(target)
+        identity = f"{target.options.merged(options).key()}\n{inst.binary}\n{inst.version_text}"
+        key = hashlib.sha256(identity.encode()).hexdigest()[:10]
+        return self.workdir / (f"{target.name}-{key}" + (f".{slot}" if slot else ""))
 
     def installation(self, target: TargetSpec) -> Installation:
         if target not in self._installations:       # found (and its --version run) once per run
