@@ -1,8 +1,8 @@
 """What the meter's snapshots cost, back to back and right after a busy statement.
 
     python bench/meter_cost.py                       # both servers, 100 rounds each
-    python bench/meter_cost.py --target mysql --rounds 300 --out data/meter_cost_2100.json
-    python bench/meter_cost.py --read data/meter_cost_2100.json
+    python bench/meter_cost.py --target mysql --rounds 300 --out /tmp/meter_cost.json
+    python bench/meter_cost.py --read data/meter_cost_2048.json
 
 The gaps between measurements are mostly the meter's two snapshots (`accounting.Meter`). In the
 machine's slower state they took 5.3 ms (start) and 9.6 ms (stop) a measurement, against about
