@@ -472,7 +472,7 @@ def remove_socket_dir(home: Path) -> None:
 
 
 def _tail(lines: list[str], n: int = 3) -> str:
-    """The last `n` lines, but always the first: a server logs the cause first and its
+    """At most `n` lines: the first and the last `n` - 1. A server logs the cause first and its
     consequences after (MariaDB on a full disk: 'error 28' first, then three lines that end in
     'Unknown/unsupported storage engine: InnoDB')."""
     lines = [ln.strip() for ln in lines if ln.strip()]
