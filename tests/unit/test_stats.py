@@ -330,6 +330,27 @@ def test_speed_flags_find_the_slow_state_in_bimodal_data():
     assert stats.flagged_share(flags[timings]) == pytest.approx(truth.mean(), abs=0.01)
 
 
+def test_slow_probes_count_each_measurements_slow_probes_and_agree_with_the_flags():
+    results = simulate_comparison(CLAIMS["C4"].comparisons[0], true_ratio=2.0, claim="C4", n_blocks=20,
+                                  n_iterations=10, paired=True, probes=True, seed=4,
+                                  slow=SlowState(share=0.25, mean_length=5))
+    # one measurement with only its after-probe slow, one with neither probe recorded
+    first, second = ((results["repetition"] == 0) & (results["iteration"] == i) & (results["condition"] == c)
+                     for i, c in ((0, results["condition"].iloc[0]), (1, results["condition"].iloc[0])))
+    results.loc[first & (results["metric"] == "probe_before_s"), "value"] = 0.010
+    results.loc[first & (results["metric"] == "probe_after_s"), "value"] = 0.050
+    results = results[~(second & results["metric"].isin(stats.PROBE_METRICS))]
+    counts = stats.slow_probes(results)
+    assert set(counts.dropna().unique()) == {0.0, 1.0, 2.0}
+    one = counts.xs((0, results["condition"].iloc[0]), level=("iteration", "condition")).xs(0, level="repetition")
+    assert one.item() == 1
+    flags = stats.speed_flags(results)
+    per_measurement = flags.groupby([results[k] for k in counts.index.names]).first()
+    seen = counts.dropna()
+    assert ((seen > 0) == per_measurement.reindex(seen.index).astype(bool)).all()
+    assert stats.slow_probes(results[~results["metric"].isin(stats.PROBE_METRICS)]) is None
+
+
 def _slow_truth(results):
     """Which simulated measurements were slow: their probes are about twice the normal 10 ms."""
     probes = results[results["metric"] == "probe_before_s"]

@@ -81,6 +81,16 @@ def speed_flags(results: pd.DataFrame) -> pd.Series:
 
 def _slow_by_probe(results: pd.DataFrame, keys: list[str]) -> pd.Series | None:
     """Per measurement: either probe over SLOW_FACTOR x its run's lower-quartile probe."""
+    counts = slow_probes(results, keys)
+    return None if counts is None else (counts > 0).astype(float).where(counts.notna())
+
+
+def slow_probes(results: pd.DataFrame, keys: list[str] | None = None) -> pd.Series | None:
+    """Per measurement (`keys`, MEASUREMENT_KEYS by default): how many of its two probes ran over
+    SLOW_FACTOR x its run's lower-quartile probe (0, 1 or 2; NaN without a probe value); None for
+    runs without probes. One slow probe of two is what a transient between measurements looks
+    like, which is why the count is worth having beside the flag (bench/probe_flags.py)."""
+    keys = keys or [key for key in MEASUREMENT_KEYS if key in results.columns]
     probes = results[results["metric"].isin(PROBE_METRICS)]
     if probes.empty:
         return None
@@ -88,7 +98,7 @@ def _slow_by_probe(results: pd.DataFrame, keys: list[str]) -> pd.Series | None:
     reference = value.groupby([probes["run_id"], probes["target"], probes["server_version"]]
                               ).transform(lambda v: v.quantile(REFERENCE_QUANTILE))
     slow_probe = (value > SLOW_FACTOR * reference).astype(float).where(value.notna())
-    return slow_probe.groupby([probes[key] for key in keys]).max()
+    return slow_probe.groupby([probes[key] for key in keys]).sum(min_count=1)
 
 
 def _slow_by_idle_time(results: pd.DataFrame, keys: list[str]) -> pd.Series | None:
