@@ -65,10 +65,10 @@ def speed_flags(results: pd.DataFrame) -> pd.Series:
     """Per row of `results`: True when its measurement ran slow by either witness, False when
     normal, <NA> when no witness applies (v1 runs; no probe and a workload that waits by design).
     Nullable boolean, aligned with results.index."""
-    keys = [key for key in MEASUREMENT_KEYS if key in results.columns]
+    keys = _measurement_keys(results)
     index = pd.MultiIndex.from_frame(results[keys])
     found = [slow.reindex(index).to_numpy(dtype=float)
-             for slow in (_slow_by_probe(results, keys), _slow_by_idle_time(results, keys))
+             for slow in (_slow_by_probe(results), _slow_by_idle_time(results, keys))
              if slow is not None]
     flags = pd.Series(pd.NA, index=results.index, dtype="boolean")
     if not found:
@@ -79,18 +79,22 @@ def speed_flags(results: pd.DataFrame) -> pd.Series:
     return flags
 
 
-def _slow_by_probe(results: pd.DataFrame, keys: list[str]) -> pd.Series | None:
+def _measurement_keys(results: pd.DataFrame) -> list[str]:
+    return [key for key in MEASUREMENT_KEYS if key in results.columns]
+
+
+def _slow_by_probe(results: pd.DataFrame) -> pd.Series | None:
     """Per measurement: either probe over SLOW_FACTOR x its run's lower-quartile probe."""
-    counts = slow_probes(results, keys)
+    counts = slow_probes(results)
     return None if counts is None else (counts > 0).astype(float).where(counts.notna())
 
 
-def slow_probes(results: pd.DataFrame, keys: list[str] | None = None) -> pd.Series | None:
-    """Per measurement (`keys`, MEASUREMENT_KEYS by default): how many of its two probes ran over
+def slow_probes(results: pd.DataFrame) -> pd.Series | None:
+    """Per measurement (MEASUREMENT_KEYS): how many of its two probes ran over
     SLOW_FACTOR x its run's lower-quartile probe (0, 1 or 2; NaN without a probe value); None for
     runs without probes. One slow probe of two is what a transient between measurements looks
     like, which is why the count is worth having beside the flag (bench/probe_flags.py)."""
-    keys = keys or [key for key in MEASUREMENT_KEYS if key in results.columns]
+    keys = _measurement_keys(results)
     probes = results[results["metric"].isin(PROBE_METRICS)]
     if probes.empty:
         return None
