@@ -342,8 +342,14 @@ def test_slow_probes_count_each_measurements_slow_probes_and_agree_with_the_flag
     results = results[~(second & results["metric"].isin(stats.PROBE_METRICS))]
     counts = stats.slow_probes(results)
     assert set(counts.dropna().unique()) == {0.0, 1.0, 2.0}
-    one = counts.xs((0, results["condition"].iloc[0]), level=("iteration", "condition")).xs(0, level="repetition")
-    assert one.item() == 1
+    def first_of(per_measurement):
+        return per_measurement.xs((0, 0, results["condition"].iloc[0]), level=("repetition", "iteration", "condition"))
+
+    assert first_of(counts).item() == 1
+    sides = stats.slow_probe_sides(results)
+    assert list(sides.columns) == list(stats.PROBE_METRICS) and sides.index.equals(counts.index)
+    assert first_of(sides).to_numpy().tolist() == [[0.0, 1.0]]     # the probe after, not before
+    assert sides.sum(axis=1).equals(counts.fillna(0)) and sides.isna().any(axis=1).sum() == counts.isna().sum()
     flags = stats.speed_flags(results)
     per_measurement = flags.groupby([results[k] for k in counts.index.names]).first()
     seen = counts.dropna()

@@ -60,7 +60,7 @@ from .sequential import (
                     stop_callback,
                     stopping_for,
 )
-from .speed import PROBE_METRICS, SLOW_FACTOR, flagged_share, slow_probes, speed_flags
+from .speed import PROBE_METRICS, SLOW_FACTOR, flagged_share, slow_probe_sides, slow_probes, speed_flags
 from .verdicts import EDGE_FACTOR, EDGE_MARK, VERDICTS, Verdict, edge_label, labeller, target_note, verdict
 
 __all__ = [
@@ -78,6 +78,7 @@ __all__ = [
     "repeated_interval", "run_components", "run_levels", "run_spread", "sequential_alpha", "sequential_label_chances",
     "design_label_chances",
     "sequential_look", "SimulatedRuns", "simulate_sequential",
-    "should_stop", "slow_probes", "stop_callback", "stopping_for", "speed_flags", "summary_line", "target_note",
+    "should_stop", "slow_probe_sides", "slow_probes", "stop_callback", "stopping_for", "speed_flags", "summary_line",
+    "target_note",
     "verdict",
 ]

@@ -90,10 +90,19 @@ def _slow_by_probe(results: pd.DataFrame) -> pd.Series | None:
 
 
 def slow_probes(results: pd.DataFrame) -> pd.Series | None:
-    """Per measurement (MEASUREMENT_KEYS): how many of its two probes ran over
-    SLOW_FACTOR x its run's lower-quartile probe (0, 1 or 2; NaN without a probe value); None for
-    runs without probes. One slow probe of two is what a transient between measurements looks
-    like, which is why the count is worth having beside the flag (bench/probe_flags.py)."""
+    """Per measurement (MEASUREMENT_KEYS): how many of its two probes ran slow (0, 1 or 2; NaN
+    without a probe value); None for runs without probes. One slow probe of two is what a
+    transient between measurements looks like, which is why the count is worth having beside the
+    flag (bench/probe_flags.py)."""
+    sides = slow_probe_sides(results)
+    return None if sides is None else sides.sum(axis=1, min_count=1)
+
+
+def slow_probe_sides(results: pd.DataFrame) -> pd.DataFrame | None:
+    """Per measurement (MEASUREMENT_KEYS): whether its probe before and its probe after
+    (columns PROBE_METRICS: 1.0 slow, 0.0 normal, NaN not recorded) ran over SLOW_FACTOR x its
+    run's lower-quartile probe; None for runs without probes. Which side was slow is what tells a
+    state seen coming from one seen going (bench/probe_flags.py --by side)."""
     keys = _measurement_keys(results)
     probes = results[results["metric"].isin(PROBE_METRICS)]
     if probes.empty:
@@ -102,7 +111,8 @@ def slow_probes(results: pd.DataFrame) -> pd.Series | None:
     reference = value.groupby([probes["run_id"], probes["target"], probes["server_version"]]
                               ).transform(lambda v: v.quantile(REFERENCE_QUANTILE))
     slow_probe = (value > SLOW_FACTOR * reference).astype(float).where(value.notna())
-    return slow_probe.groupby([probes[key] for key in keys]).sum(min_count=1)
+    sides = slow_probe.groupby([probes[key] for key in keys] + [probes["metric"]]).max().unstack("metric")
+    return sides.reindex(columns=list(PROBE_METRICS))
 
 
 def _slow_by_idle_time(results: pd.DataFrame, keys: list[str]) -> pd.Series | None:
