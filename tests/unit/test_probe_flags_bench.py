@@ -43,8 +43,8 @@ def test_which_probe_saw_a_slow_scan_depends_on_the_host(capsys):
     # model 207 (BC-BS): a probe after says as much as one before: C2 and C3's measurements flagged
     # by it alone ran 3.5% and 19.5% slower, the unflagged -4.5% and 0.7%
     rows = _rows(capsys, ["--builds", *MODEL_207, "--by", "side"])
-    for claim, by in (("collation_cost", 0.05), ("insert_57_vs_80", 0.15)):
-        assert rows[claim, "after"][1] > rows[claim, "none"][1] + by
+    for claim, margin in (("collation_cost", 0.05), ("insert_57_vs_80", 0.15)):
+        assert rows[claim, "after"][1] > rows[claim, "none"][1] + margin
         assert rows[claim, "after"][3] > 1.2 * rows[claim, "none"][3]
 
 
