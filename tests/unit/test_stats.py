@@ -342,6 +342,7 @@ def test_slow_probes_count_each_measurements_slow_probes_and_agree_with_the_flag
     results = results[~(second & results["metric"].isin(stats.PROBE_METRICS))]
     counts = stats.slow_probes(results)
     assert set(counts.dropna().unique()) == {0.0, 1.0, 2.0}
+
     def first_of(per_measurement):
         return per_measurement.xs((0, 0, results["condition"].iloc[0]), level=("repetition", "iteration", "condition"))
 

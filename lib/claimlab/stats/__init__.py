@@ -79,6 +79,5 @@ __all__ = [
     "design_label_chances",
     "sequential_look", "SimulatedRuns", "simulate_sequential",
     "should_stop", "slow_probe_sides", "slow_probes", "stop_callback", "stopping_for", "speed_flags", "summary_line",
-    "target_note",
-    "verdict",
+    "target_note", "verdict",
 ]
