@@ -1,11 +1,16 @@
-"""Should a quick run stop at its rule's first look when the hour is slow? What the shipped
-sequential runs would have read had they stopped there, against what they read at their end.
+"""Should a quick run stop at its rule's first look when the hour is slow, or at the look where a
+time budget runs out? What the shipped sequential runs would have read had they stopped there,
+against what they read at their end.
 
     python bench/first_look.py --builds BF BG BH        # the builds' sequential runs (data/quick_builds.json)
     python bench/first_look.py --builds BF BG --experiment binlog_default
+    python bench/first_look.py --builds CV CW --budget 60 --target mariadb
 
-A run cut at its first look keeps the server starts before it (repetitions 0 .. min_blocks - 1)
-and is analysed as `stats.analyze` analyses any run of that rule. Minutes are the measured span
+A run cut at a look keeps the server starts before it (repetitions 0 .. b - 1) and is analysed as
+`stats.analyze` analyses any run of that rule (a cut whose time says nothing of the effect keeps
+its error rate: `stats.sequential_alpha`). The cut is the first look (`min_blocks` starts), or with
+`--budget` the first look from which one more block, at the run's mean time a start so far, would
+end past that many measured seconds (none: the run is kept whole). Minutes are the measured span
 (first scan's start to the last scan's end) of the kept starts and of the whole run.
 """
 
@@ -34,25 +39,41 @@ def _span_min(results: pd.DataFrame) -> float:
     return (ended.max() - started.min()).total_seconds() / 60
 
 
-def first_look(run_dir: Path) -> pd.DataFrame:
-    """One row per comparison of a sequential run: its starts, estimate and half-width at the first
-    look and at the end, and the measured minutes of each (empty for a fixed design)."""
+def budget_cut(results: pd.DataFrame, rule: StopRule, starts_per_block: int, budget_s: float) -> int:
+    """The starts a run keeps under a budget of `budget_s` measured seconds: it looks after
+    `min_blocks` starts and then after every block, and stops at the first look from which one
+    more block, at its mean time a start so far, would end past the budget (the rule's minimum
+    at least; every start when no look is that late)."""
+    starts = int(results["repetition"].max()) + 1
+    for kept in range(rule.min_blocks, starts, starts_per_block):
+        span = _span_min(results[results["repetition"] < kept]) * 60
+        if span * (kept + starts_per_block) / kept > budget_s:
+            return kept
+    return starts
+
+
+def first_look(run_dir: Path, budget_s: float | None = None) -> pd.DataFrame:
+    """One row per comparison of a sequential run: its starts, verdict, estimate and half-width at
+    the cut (the first look, or where `budget_s` runs out) and at the end, and the measured
+    minutes of each (empty for a fixed design)."""
     manifest = read_manifest(run_dir)
     rule = StopRule.of_manifest(manifest)
     if rule is None:
         return pd.DataFrame()
     claim = load_claims(ROOT / "data" / "claims.yaml")[manifest["claim"]]
     results = read_results(run_dir)
-    cut = results[results["repetition"] < rule.min_blocks]
+    kept = rule.min_blocks if budget_s is None else \
+        budget_cut(results, rule, manifest["design"].get("starts_per_block", 1), budget_s)
+    cut = results[results["repetition"] < kept]
     rows = {}
-    for at, part in (("first", cut), ("end", results)):
+    for at, part in (("cut", cut), ("end", results)):
         table = stats.analyze(part, claim, stop_rule=rule)
         for row in table.itertuples(index=False):
             got = rows.setdefault(row.comparison, {"run_id": run_dir.name, "target": row.target,
                                                    "comparison": row.comparison})
             got |= {f"starts_{at}": len(part[START].drop_duplicates()), f"counted_{at}": row.n_blocks,
-                    f"estimate_{at}": row.estimate, f"half_width_{at}": half_width(row.ci_low, row.ci_high),
-                    f"minutes_{at}": _span_min(part)}
+                    f"verdict_{at}": row.verdict, f"estimate_{at}": row.estimate,
+                    f"half_width_{at}": half_width(row.ci_low, row.ci_high), f"minutes_{at}": _span_min(part)}
     return pd.DataFrame(list(rows.values()))
 
 
@@ -61,22 +82,29 @@ def main(argv=None) -> int:
     ap.add_argument("--builds", nargs="+", required=True, metavar="BUILD", help="quick builds to read")
     ap.add_argument("--experiment", default="collation_cost", help="whose runs (default collation_cost)")
     ap.add_argument("--data", type=Path, help="where runs are stored (default data/raw)")
+    ap.add_argument("--budget", type=float, metavar="SECONDS",
+                    help="cut where this many measured seconds run out, not at the first look")
+    ap.add_argument("--target", help="only the runs on this target (e.g. mariadb)")
     args = ap.parse_args(argv)
+    if args.budget is not None and not args.budget > 0:
+        ap.error("--budget: a number of seconds above 0")
     try:
         runs = build_runs(args.builds, args.data)
-        tables = [first_look(path).assign(build=name) for name, paths in runs.items() for path in paths
-                  if read_manifest(path)["experiment"] == args.experiment]
+        tables = [first_look(path, args.budget).assign(build=name) for name, paths in runs.items() for path in paths
+                  if read_manifest(path)["experiment"] == args.experiment
+                  and args.target in (None, read_manifest(path)["default_target"])]
     except ClaimlabError as exc:
         print(f"first_look: {exc}", file=sys.stderr)
         return 2
     tables = [t for t in tables if not t.empty]
     if not tables:
-        print(f"first_look: no sequential {args.experiment} run in builds {' '.join(args.builds)}", file=sys.stderr)
+        on = f" on {args.target}" if args.target else ""
+        print(f"first_look: no sequential {args.experiment} run{on} in builds {' '.join(args.builds)}",
+              file=sys.stderr)
         return 2
     out = pd.concat(tables, ignore_index=True)
-    columns = ["build", "target", "comparison", "starts_first", "counted_first", "estimate_first",
-               "half_width_first", "minutes_first", "starts_end", "counted_end", "estimate_end",
-               "half_width_end", "minutes_end"]
+    columns = ["build", "target", "comparison", *(f"{c}_{at}" for at in ("cut", "end") for c in (
+        "starts", "counted", "verdict", "estimate", "half_width", "minutes"))]
     with pd.option_context("display.width", 250, "display.max_columns", None):
         print(out[columns].to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     return 0

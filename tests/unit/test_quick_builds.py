@@ -998,15 +998,15 @@ def test_a_slow_hours_c2_run_stopped_at_its_first_look_would_miss_its_3pct_more_
     rows = pd.concat([first_look.first_look(path).assign(build=name) for name, paths in runs.items()
                       for path in paths if _shipped(path.name)["experiment"] == "collation_cost"])
     main = rows[rows["comparison"] == "uca_ai_vs_utf8mb3"].set_index(["target", "build"])
-    met = (main[["half_width_first", "half_width_end"]] <= 0.03).groupby("target").sum()
-    assert met.to_dict("index") == {"mariadb": {"half_width_first": 3, "half_width_end": 7},
-                                    "mysql": {"half_width_first": 1, "half_width_end": 2}}
-    assert (main["starts_first"].to_dict() == {**{("mariadb", b): 12 for b in runs},
+    met = (main[["half_width_cut", "half_width_end"]] <= 0.03).groupby("target").sum()
+    assert met.to_dict("index") == {"mariadb": {"half_width_cut": 3, "half_width_end": 7},
+                                    "mysql": {"half_width_cut": 1, "half_width_end": 2}}
+    assert (main["starts_cut"].to_dict() == {**{("mariadb", b): 12 for b in runs},
                                                **{("mysql", b): 10 for b in runs if b != "BF"}})
     mariadb = main.loc["mariadb"]
-    assert mariadb["minutes_first"].between(1.8, 3.5).all() and mariadb["minutes_end"].between(6.0, 8.8).all()
+    assert mariadb["minutes_cut"].between(1.8, 3.5).all() and mariadb["minutes_end"].between(6.0, 8.8).all()
     assert first_look.main(["--builds", "BK"]) == 0
-    assert "BK   mysql          uca_ai_vs_utf8mb3            10             10" in capsys.readouterr().out
+    assert re.search(r"BK\s+mysql\s+uca_ai_vs_utf8mb3\s+10\s+10\s+supported", capsys.readouterr().out)
     assert first_look.main(["--builds", "BK", "--experiment", "binlog_default"]) == 2
 
 
@@ -1867,3 +1867,46 @@ def test_c1_on_one_vcpu_never_idles_and_meets_5pct_with_room_where_two_vcpus_did
             for t in tables.values()]
     assert sorted(round(x, 3) for x in main) == [0.855, 0.861, 0.869, 0.87, 0.873, 0.874, 0.874, 0.875, 0.876, 0.879,
                                                  0.88, 0.881, 0.881, 0.882, 0.882, 0.882, 0.883, 0.883, 0.884, 0.887]
+
+
+def test_a_time_budget_would_cut_slow_hours_runs_and_turn_their_edge_verdicts_inconclusive(capsys):
+    # data/README.md, "A time budget for the sequential rule? (2026-11-30)": CV-DO's sequential runs
+    # cut at the look where a budget of measured seconds runs out. MySQL's C2 at 100 s (its ten
+    # starts take 88-114): four runs cut, each back to its ten starts, and two of the four read
+    # utf8mb4_general / utf8mb3 "inconclusive" where their whole run read "supported".
+    # MariaDB's C3 at 80 s (its seven starts take 60-77): eleven runs cut, no verdict changed.
+    first_look = bench_module("first_look")
+    runs = bench_module("precision").build_runs(ONE_VCPU, None)
+    budgets = {("collation_cost", "mysql"): 100, ("insert_57_vs_80", "mariadb"): 80}
+    rows = []
+    for name, paths in runs.items():
+        for path in paths:
+            manifest = _shipped(path.name)
+            budget = budgets.get((manifest["experiment"], manifest["default_target"]))
+            if budget:
+                rows.append(first_look.first_look(path, budget).assign(build=name, claim=manifest["claim"]))
+    tested = pd.concat(rows).query("verdict_end != 'not_tested'")
+    cut = tested[tested["starts_cut"] < tested["starts_end"]]
+    assert cut.groupby("claim")["build"].unique().map(sorted).to_dict() == {
+        "C2": ["CX", "CY", "DI", "DK"], "C3": ["CV", "CW", "CX", "CY", "DE", "DF", "DH", "DI", "DJ", "DK", "DM"]}
+    assert set(cut.query("claim == 'C2'")["starts_cut"]) == {10}
+    changed = cut[cut["verdict_cut"] != cut["verdict_end"]]
+    assert changed[["build", "comparison", "verdict_cut", "verdict_end"]].values.tolist() == [
+        ["CY", "utf8mb4_general_vs_utf8mb3", "inconclusive", "supported"],
+        ["DI", "utf8mb4_general_vs_utf8mb3", "inconclusive", "supported"]]
+    # where the hour was slower than in CV-DO, MariaDB's C3 first look left its no-effect
+    # comparison open and the looks after it closed it: these four read "inconclusive" at seven starts
+    slow = bench_module("precision").build_runs(["BK", "BM", "CH", "CQ"], None)
+    c3 = pd.concat([first_look.first_look(path).assign(build=name) for name, paths in slow.items() for path in paths
+                    if _shipped(path.name)["experiment"] == "insert_57_vs_80"
+                    and _shipped(path.name)["default_target"] == "mariadb"])
+    values = c3.query("comparison == 'defaults_vs_v57_values_insert'").set_index("build")
+    assert values[["starts_cut", "verdict_cut", "verdict_end"]].values.tolist() == [
+        [7, "inconclusive", "contradicted"]] * 4
+    assert values["starts_end"].to_dict() == {"BK": 18, "BM": 20, "CH": 16, "CQ": 16}
+    assert first_look.main(["--builds", "DK", "--budget", "100", "--target", "mysql"]) == 0
+    assert re.search(r"DK\s+mysql\s+uca_ai_vs_utf8mb3\s+10\s+10\s+supported", capsys.readouterr().out)
+    assert first_look.main(["--builds", "DK", "--target", "external"]) == 2
+    assert "no sequential collation_cost run on external in builds DK" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        first_look.main(["--builds", "DK", "--budget", "0"])
