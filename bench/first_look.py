@@ -65,9 +65,10 @@ def first_look(run_dir: Path, budget_s: float | None = None) -> pd.DataFrame:
     kept = rule.min_blocks if budget_s is None else \
         budget_cut(results, rule, manifest["design"].get("starts_per_block", 1), budget_s)
     cut = results[results["repetition"] < kept]
+    whole = stats.analyze(results, claim, stop_rule=rule)
     rows = {}
     for at, part in (("cut", cut), ("end", results)):
-        table = stats.analyze(part, claim, stop_rule=rule)
+        table = whole if len(part) == len(results) else stats.analyze(part, claim, stop_rule=rule)
         for row in table.itertuples(index=False):
             got = rows.setdefault(row.comparison, {"run_id": run_dir.name, "target": row.target,
                                                    "comparison": row.comparison})
