@@ -426,7 +426,8 @@ def checksums(path: Path) -> dict[str, str]:
     return {name: sha256_file(path / name) for name in names}
 
 
-def load_manifest(path: Path) -> RunManifest:
+def load_manifest(path: str | os.PathLike) -> RunManifest:
+    path = Path(path)   # a notebook may pass the text of a path
     try:
         data = json.loads((path / "manifest.json").read_text())
     except FileNotFoundError:
@@ -441,7 +442,7 @@ def load_manifest(path: Path) -> RunManifest:
         raise DataError(f"{path}/manifest.json: {exc}") from None
 
 
-def read_manifest(path: Path) -> dict:
+def read_manifest(path: str | os.PathLike) -> dict:
     """The manifest as a plain mapping (notebooks and reports read it by key)."""
     return load_manifest(path).as_dict()
 
@@ -465,7 +466,8 @@ class RunState:
         return "complete, verified"
 
 
-def run_state(path: Path) -> RunState:
+def run_state(path: str | os.PathLike) -> RunState:
+    path = Path(path)
     manifest = load_manifest(path)
     if not manifest.checksums:
         return RunState(manifest.status, False, ())
@@ -529,12 +531,12 @@ def list_runs(root: Path | None = None) -> list[dict]:
     return out
 
 
-def verify(path: Path, accept_modified: bool = False) -> list[str]:
+def verify(path: str | os.PathLike, accept_modified: bool = False) -> list[str]:
     """Files whose checksum no longer matches the manifest (edited after the run)."""
     return list(_verified(path, accept_modified).changed)
 
 
-def _verified(path: Path, accept_modified: bool) -> RunState:
+def _verified(path: str | os.PathLike, accept_modified: bool) -> RunState:
     state = run_state(path)
     if state.changed and not accept_modified:
         raise DataError(f"{path}: {', '.join(state.changed)} changed after the run (checksum mismatch); "
@@ -542,9 +544,10 @@ def _verified(path: Path, accept_modified: bool) -> RunState:
     return state
 
 
-def read_results(path: Path, accept_modified: bool = False) -> pd.DataFrame:
+def read_results(path: str | os.PathLike, accept_modified: bool = False) -> pd.DataFrame:
     """One run's results. `df.attrs["run_state"]` says whether they are finished and verified:
     a run still `running` (or crashed) has no checksums yet, and its analysis must say so."""
+    path = Path(path)
     state = _verified(path, accept_modified)   # once: checksumming a run reads all of it
     manifest = load_manifest(path)
     df = _read_csv(path / "results.csv")
@@ -557,16 +560,17 @@ def read_results(path: Path, accept_modified: bool = False) -> pd.DataFrame:
     return df
 
 
-def read_intervals(path: Path) -> pd.DataFrame:
-    return _read_csv(path / "intervals.csv")
+def read_intervals(path: str | os.PathLike) -> pd.DataFrame:
+    return _read_csv(Path(path) / "intervals.csv")
 
 
-def read_jsonl(path: Path) -> list[dict]:
+def read_jsonl(path: str | os.PathLike) -> list[dict]:
+    path = Path(path)
     if not path.exists():
         return []
     lines = path.read_text().splitlines()
     return [json.loads(line) for line in lines if line.strip()]
 
 
-def read_variables(path: Path, sha: str) -> dict[str, str]:
-    return json.loads((path / "variables" / f"{sha}.json").read_text())
+def read_variables(path: str | os.PathLike, sha: str) -> dict[str, str]:
+    return json.loads((Path(path) / "variables" / f"{sha}.json").read_text())

@@ -12,6 +12,7 @@ from claimlab.store import (
     RunManifest,
     RunStore,
     find_run,
+    read_jsonl,
     read_manifest,
     read_results,
     run_state,
@@ -79,6 +80,17 @@ def test_torn_last_line_is_detected_then_repaired(store):
     assert len(read_results(reopened.path)) == 1
     events = [json.loads(x) for x in (store.path / "events.jsonl").read_text().splitlines()]
     assert events[-1]["event"] == "repaired" and events[-1]["file"] == "results.csv"
+
+
+def test_a_run_is_read_from_the_text_of_its_path_as_from_a_path(store):
+    # what a notebook cell often holds; a str once failed deep inside with "unsupported operand"
+    store.append(_row(store))
+    store.finish("complete")
+    text = str(store.path)
+    assert read_results(text).equals(read_results(store.path))
+    assert read_manifest(text) == read_manifest(store.path)
+    assert verify(text) == [] and run_state(text).verified
+    assert read_jsonl(text + "/events.jsonl") == read_jsonl(store.path / "events.jsonl")
 
 
 def test_edit_after_finish_is_refused_unless_accepted(store):
