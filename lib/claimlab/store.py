@@ -504,11 +504,11 @@ def _read_csv(path: Path) -> pd.DataFrame:
         raise DataError(f"{path}: unreadable CSV: {exc}") from None
 
 
-def find_run(run_id: str, root: Path | None = None) -> Path:
+def find_run(run_id: str, root: str | os.PathLike | None = None) -> Path:
     """A run directory from its id (or a path to it), under `root` or else under runs/ and data/raw."""
     if Path(run_id).is_dir() and (Path(run_id) / "manifest.json").exists():
         return Path(run_id)
-    bases = [root] if root else run_roots()
+    bases = [Path(root)] if root else run_roots()
     matches = [m for base in bases for m in sorted(base.glob(f"*/{run_id}"))]
     if not matches:
         raise DataError(f"no run {run_id!r} under {' or '.join(map(str, bases))}; "
@@ -516,10 +516,10 @@ def find_run(run_id: str, root: Path | None = None) -> Path:
     return matches[0]
 
 
-def list_runs(root: Path | None = None) -> list[dict]:
+def list_runs(root: str | os.PathLike | None = None) -> list[dict]:
     """Every readable run under `root`, or else under runs/ and data/raw."""
     out = []
-    bases = [root] if root else run_roots()
+    bases = [Path(root)] if root else run_roots()
     for manifest_path in [m for base in bases for m in sorted(base.glob("*/*/manifest.json"))]:
         try:
             m = read_manifest(manifest_path.parent)

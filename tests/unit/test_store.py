@@ -12,6 +12,7 @@ from claimlab.store import (
     RunManifest,
     RunStore,
     find_run,
+    list_runs,
     read_jsonl,
     read_manifest,
     read_results,
@@ -168,7 +169,8 @@ def test_format_1_runs_stay_readable():
 
 
 def test_find_run(tmp_path, store):
-    assert find_run(store.run_id, tmp_path / "raw") == store.path
+    assert find_run(store.run_id, tmp_path / "raw") == store.path == find_run(store.run_id, str(tmp_path / "raw"))
+    assert [r["run_id"] for r in list_runs(str(tmp_path / "raw"))] == [store.run_id]
     with pytest.raises(DataError, match="claimlab runs"):
         find_run("nope", tmp_path / "raw")
 
