@@ -1682,6 +1682,11 @@ def test_over_the_one_vcpu_builds_c1s_estimate_follows_the_machines_speed():
     # MariaDB -0.95 over CV-DI; -0.94 with DJ (20% of its bursts flagged by one probe of 19 ms), -0.93 with DK-DQ
     assert mariadb["baseline_corr"] < -0.9 and mysql["baseline_corr"] < -0.6
     assert mariadb["baseline"] == "charset=latin1 oltp/qps"
+    # data/README.md, "The edge comparisons, runs as the top level": the runs together settle
+    # MySQL's mismatch / latin1, which DD alone left "inconclusive" across its 0.952 edge
+    together = c1.table.set_index(["comparison", "target"]).loc[("mismatch_vs_latin1", "mysql")]
+    assert (together["verdict"], round(together["estimate"], 3)) == ("contradicted", 0.973)
+    assert together["ci_low"] > 0.97 and together["rerun_chance"] > 0.99
 
 
 def test_within_a_start_mysqls_c1_effect_grows_from_burst_to_burst_and_mariadbs_does_not():
@@ -1727,6 +1732,12 @@ def test_over_the_model_167_builds_mariadbs_c2_ratios_follow_the_machines_speed_
     assert (spread.xs("mysql", level="target")["p_runs_differ"] > 0.35).all()
     main = spread.loc[("uca_ai_vs_utf8mb3", "mariadb")]
     assert main["baseline"] == "collation=utf8mb3_general_ci varchar_scan/elapsed_s"
+    # data/README.md, "The edge comparisons, runs as the top level": utf8mb4_general / utf8mb3,
+    # which single runs read on both sides of "inconclusive", is within 5% on both servers
+    together = c2.table.set_index(["comparison", "target"]).loc["utf8mb4_general_vs_utf8mb3"]
+    assert together["verdict"].to_dict() == {"mariadb": "supported", "mysql": "supported"}
+    assert together["ci_high"].round(3).to_dict() == {"mariadb": 1.045, "mysql": 1.012}
+    assert (together["rerun_chance"] > 0.99).all()
     levels = stats.run_levels(c2.results, c2.claim).query("comparison == 'uca_ai_vs_utf8mb3' and target == 'mariadb'")
     assert levels["run_id"].is_monotonic_increasing   # run ids begin with their time
     assert max(levels["baseline_level"][:6]) < 0.0545 < 0.0565 < min(levels["baseline_level"][6:])
