@@ -309,7 +309,9 @@ def edge_lines(rows) -> list[str]:
     it: what `claimlab report` and `claimlab analyze` print. Several runs analysed together have
     runs as their units (df = runs - 1), so two read wider than one; four or more narrow it (on the
     family-25 host, MariaDB's utf8mb4_general/utf8mb3 at 1.06 against 1.05: decided by 3 of 21 pairs
-    of its runs, 27 of 35 fours, 21 of 21 fives; data/README.md, "A third host")."""
+    of its runs, 27 of 35 fours, 21 of 21 fives; data/README.md, "A third host"), and where the runs
+    themselves differ by the hour, more (on model 167 the same comparison at 1.04: 10 of 40 random
+    fours, 40 of 40 eights; "The edge comparisons, runs as the top level")."""
     lines = []
     for r in rows:
         edge = edge_of(r)
@@ -320,8 +322,9 @@ def edge_lines(rows) -> list[str]:
         lines.append(f"{r['claim']} {comparison_label(r['comparison'])} on {where} reads “{r['verdict_label']}” "
                      f"near a decision edge (an interval {EDGE_FACTOR:g}x as wide or as narrow would read "
                      f"“{edge}”), so one run does not settle it. Rerun it at other times (claimlab run "
-                     f"{r.get('experiment')} --target {r.get('target')}) and analyse four or more runs together "
-                     "(claimlab analyze RUN RUN ...; two runs read wider than one).")
+                     f"{r.get('experiment')} --target {r.get('target')}) and analyse four or more runs together, "
+                     "eight or more if the runs differ from each other (claimlab analyze RUN RUN ... says "
+                     "whether they do; two runs read wider than one).")
     return lines
 
 

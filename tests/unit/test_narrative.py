@@ -97,7 +97,8 @@ def test_a_single_runs_verdict_near_an_edge_says_how_runs_together_settle_it():
         "C2 utf8mb4_general vs utf8mb3 on MariaDB 10.11.19 reads “contradicted: higher than 1.05” near a decision "
         "edge (an interval 1.5x as wide or as narrow would read “inconclusive”), so one run does not settle it. "
         "Rerun it at other times (claimlab run collation_cost --target mariadb) and analyse four or more runs "
-        "together (claimlab analyze RUN RUN ...; two runs read wider than one)."]
+        "together, eight or more if the runs differ from each other (claimlab analyze RUN RUN ... says whether "
+        "they do; two runs read wider than one)."]
     # runs already analysed together, and comparisons not measured, get no such line
     assert narrative.edge_lines([_row(**{**near, "n_runs": 4}), _row(**{**near, "verdict": "not_tested"})]) == []
 
