@@ -92,8 +92,8 @@ def main(argv=None) -> int:
     try:
         runs = build_runs(args.builds, args.data)
         tables = [first_look(path, args.budget).assign(build=name) for name, paths in runs.items() for path in paths
-                  if read_manifest(path)["experiment"] == args.experiment
-                  and args.target in (None, read_manifest(path)["default_target"])]
+                  if (manifest := read_manifest(path))["experiment"] == args.experiment
+                  and args.target in (None, manifest["default_target"])]
     except ClaimlabError as exc:
         print(f"first_look: {exc}", file=sys.stderr)
         return 2

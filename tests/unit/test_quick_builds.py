@@ -1915,7 +1915,7 @@ def test_a_time_budget_would_cut_slow_hours_runs_and_turn_their_edge_verdicts_in
     # comparison open and the looks after it closed it: these four read "inconclusive" at seven starts
     slow = bench_module("precision").build_runs(["BK", "BM", "CH", "CQ"], None)
     c3 = pd.concat([first_look.first_look(path).assign(build=name) for name, paths in slow.items() for path in paths
-                    if (_shipped(path.name)["experiment"], store.read_manifest(path)["default_target"])
+                    if ((manifest := _shipped(path.name))["experiment"], manifest["default_target"])
                     == ("insert_57_vs_80", "mariadb")])
     values = c3.query("comparison == 'defaults_vs_v57_values_insert'").set_index("build")
     assert values[["starts_cut", "verdict_cut", "verdict_end"]].values.tolist() == [
