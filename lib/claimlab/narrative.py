@@ -2,8 +2,8 @@
 settings paragraphs. Pure functions of the verdict table (contract 5 columns: claim, comparison,
 kind, target, server_version, baseline, treatment, metric, estimate, ci_low, ci_high,
 confidence, p_value, published_ratio, verdict, verdict_label, edge_label, rerun_chance,
-flagged_share, fast_share, n_runs, n_blocks, verdict_note) and of stored run files; the notebooks and the
-index call them, compute nothing.
+flagged_share, fast_share, n_runs, n_blocks, verdict_note; for runs analysed together also sd_unit
+and runs_to_settle) and of stored run files; the notebooks and the index call them, compute nothing.
 """
 
 from __future__ import annotations
@@ -305,26 +305,37 @@ def slow_hour_lines(rows) -> list[str]:
 
 
 def edge_lines(rows) -> list[str]:
-    """One line per comparison that a single run left near a decision edge, saying how to settle
-    it: what `claimlab report` and `claimlab analyze` print. Several runs analysed together have
-    runs as their units (df = runs - 1), so two read wider than one; four or more narrow it (on the
-    family-25 host, MariaDB's utf8mb4_general/utf8mb3 at 1.06 against 1.05: decided by 3 of 21 pairs
-    of its runs, 27 of 35 fours, 21 of 21 fives; data/README.md, "A third host"), and where the runs
-    themselves differ by the hour, more (on model 167 the same comparison at 1.04: 10 of 40 random
-    fours, 40 of 40 eights; "The edge comparisons, runs as the top level")."""
+    """One line per comparison left near a decision edge, saying how to settle it: what
+    `claimlab report` and `claimlab analyze` print. A single run gets the rule of thumb: several
+    runs analysed together have runs as their units (df = runs - 1), so two read wider than one;
+    four or more narrow it (on the family-25 host, MariaDB's utf8mb4_general/utf8mb3 at 1.06
+    against 1.05: decided by 3 of 21 pairs of its runs, 27 of 35 fours, 21 of 21 fives;
+    data/README.md, "A third host"), and where the runs themselves differ by the hour, more (on
+    model 167 the same comparison at 1.04: 10 of 40 random fours, 40 of 40 eights; "The edge
+    comparisons, runs as the top level"). Runs already together get their own count
+    (`runs_to_settle`), or none when their spread says they already read alike."""
     lines = []
     for r in rows:
         edge = edge_of(r)
-        several = not _missing(r.get("n_runs")) and r["n_runs"] > 1
-        if not edge or several or r.get("verdict") == "not_tested":
+        if not edge or r.get("verdict") == "not_tested":
             continue
         where = server_name(r.get("server_version"), r.get("target")) or str(r.get("target"))
-        lines.append(f"{r['claim']} {comparison_label(r['comparison'])} on {where} reads “{r['verdict_label']}” "
-                     f"near a decision edge (an interval {EDGE_FACTOR:g}x as wide or as narrow would read "
-                     f"“{edge}”), so one run does not settle it. Rerun it at other times (claimlab run "
-                     f"{r.get('experiment')} --target {r.get('target')}) and analyse four or more runs together, "
-                     "eight or more if the runs differ from each other (claimlab analyze RUN RUN ... says "
-                     "whether they do; two runs read wider than one).")
+        runs = 1 if _missing(r.get("n_runs")) else int(r["n_runs"])
+        head = (f"{r['claim']} {comparison_label(r['comparison'])} on {where} reads “{r['verdict_label']}” "
+                + ("" if runs == 1 else f"over {runs} runs analysed together, ")
+                + f"near a decision edge (an interval {EDGE_FACTOR:g}x as wide or as narrow would read “{edge}”)")
+        rerun = f"claimlab run {r.get('experiment')} --target {r.get('target')}"
+        if runs == 1:
+            lines.append(f"{head}, so one run does not settle it. Rerun it at other times ({rerun}) and analyse "
+                         "four or more runs together, eight or more if the runs differ from each other (claimlab "
+                         "analyze RUN RUN ... says whether they do; two runs read wider than one).")
+            continue
+        settle = r.get("runs_to_settle")
+        if _missing(settle) or settle <= runs or _missing(r.get("sd_unit")):
+            continue    # a table from before the count, or runs whose spread already settles it
+        lines.append(f"{head}. At these runs' spread (their estimates' sd {r['sd_unit']:.1%}) about "
+                     f"{int(settle)} runs together would read alike with 95% chance: {int(settle) - runs} more "
+                     f"({rerun}, then analyse them all together).")
     return lines
 
 

@@ -99,8 +99,23 @@ def test_a_single_runs_verdict_near_an_edge_says_how_runs_together_settle_it():
         "Rerun it at other times (claimlab run collation_cost --target mariadb) and analyse four or more runs "
         "together, eight or more if the runs differ from each other (claimlab analyze RUN RUN ... says whether "
         "they do; two runs read wider than one)."]
-    # runs already analysed together, and comparisons not measured, get no such line
-    assert narrative.edge_lines([_row(**{**near, "n_runs": 4}), _row(**{**near, "verdict": "not_tested"})]) == []
+    # comparisons not measured get no such line
+    assert narrative.edge_lines([_row(**{**near, "verdict": "not_tested"})]) == []
+
+
+def test_runs_together_near_an_edge_say_how_many_more_runs_would_settle_it():
+    near = dict(claim="C2", comparison="utf8mb4_general_vs_utf8mb3", experiment="collation_cost", kind="null",
+                verdict="supported", verdict_label="supported: no difference within ±5%", edge_label="inconclusive",
+                n_runs=4, sd_unit=0.0123, runs_to_settle=11.0)
+    assert narrative.edge_lines([_row(**near)]) == [
+        "C2 utf8mb4_general vs utf8mb3 on MariaDB 10.11.19 reads “supported: no difference within ±5%” over 4 "
+        "runs analysed together, near a decision edge (an interval 1.5x as wide or as narrow would read "
+        "“inconclusive”). At these runs' spread (their estimates' sd 1.2%) about 11 runs together would read "
+        "alike with 95% chance: 7 more (claimlab run collation_cost --target mariadb, then analyse them all "
+        "together)."]
+    # runs whose spread already settles it, and tables from before the count, get no line
+    assert narrative.edge_lines([_row(**{**near, "runs_to_settle": 4.0}), _row(**{**near, "runs_to_settle": math.nan}),
+                                 _row(**{k: v for k, v in near.items() if k != "runs_to_settle"})]) == []
 
 
 def test_server_names_read_as_a_person_says_them():

@@ -501,6 +501,36 @@ def test_several_runs_are_the_top_level():
         assert estimate == pytest.approx(alone["estimate"], rel=1e-9)
 
 
+def test_runs_together_near_an_edge_say_how_many_runs_would_settle_it():
+    """Four runs of C4 at 1.055-1.085 (binlog's claimed 2.85 far off; the band's edge 1.05 near):
+    pooled, the interval reaches into the band and a 1.5x narrower one would not. runs_to_settle is
+    the fewest runs at which two such analyses read alike with 95% chance at these runs' spread,
+    so one run fewer does not; runs far from any edge, and a single run, get none."""
+    quiet = Noise(between_sd=0.001, within_sd=0.002, interaction_sd=0.0)
+
+    def runs(ratios):
+        return pd.concat([c4_results(ratio=r, seed=i, noise=quiet).assign(run_id=f"run{i}")
+                          for i, r in enumerate(ratios)])
+
+    row = stats.analyze(runs((1.055, 1.07, 1.085, 1.06)), CLAIMS["C4"]).iloc[0]
+    assert row["n_runs"] == 4 and row["verdict"] == "inconclusive" and row["edge_label"].startswith("supported")
+    decide = stats.labeller("effect", "higher", 2.85, 0.05)
+    settle = row["runs_to_settle"]
+    assert settle > 4 and settle == stats.blocks_for_agreement(
+        decide, math.log(row["estimate"]), row["sd_unit"], row["confidence"], 4)
+
+    def agreement(n):
+        return stats.agreement_chance(stats.label_chances(decide, math.log(row["estimate"]), row["sd_unit"],
+                                                          int(n), row["confidence"]))
+
+    assert agreement(settle) >= 0.95 > agreement(settle - 1)
+    assert f"about {settle:.0f} runs analysed together would read alike with 95% chance" in row["verdict_note"]
+    firm = stats.analyze(runs((2.8, 2.9, 2.85)), CLAIMS["C4"]).iloc[0]
+    assert firm["edge_label"] == "" and math.isnan(firm["runs_to_settle"])
+    single = stats.analyze(runs((1.06,)), CLAIMS["C4"]).iloc[0]
+    assert single["n_runs"] == 1 and math.isnan(single["runs_to_settle"])
+
+
 def test_the_runs_spread_says_each_runs_baseline_level_and_whether_the_estimates_follow_it():
     """Four runs whose baseline levels are 1.0-1.6x apart, the ratio rising with the level (2.0 at
     1.0, 2.3 at 1.6), as C1's ratio follows the machine's speed on one vCPU. Each run's baseline is

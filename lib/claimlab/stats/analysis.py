@@ -22,6 +22,7 @@ from .intervals import log_ratio, run_components
 from .observations import as_matrix, block_statistic_rule
 from .power import (
     POWER,
+    blocks_for_agreement,
     blocks_for_margin,
     blocks_needed,
     holm,
@@ -30,7 +31,7 @@ from .power import (
 )
 from .selection import Group, Policy, comparison_groups, family_sizes
 from .sequential import design_label_chances, sequential_alpha
-from .verdicts import EDGE_FACTOR, EDGE_MARK, VERDICTS, edge_label, target_note, verdict
+from .verdicts import EDGE_FACTOR, EDGE_MARK, VERDICTS, edge_label, labeller, target_note, verdict
 
 SMALL_EFFECT = 0.05
 RERUN_NOTED = 0.95   # a verdict note gives the rerun chance below this
@@ -45,7 +46,9 @@ RERUN_NOTED = 0.95   # a verdict note gives the rerun chance below this
 # ratios (blocks for one run, run means for several); mde: smallest relative change detectable
 # with 80% power at this size; units_needed: units for 80% power against the published ratio
 # (for a null claim: to show equivalence within the margin; without a published ratio: a 5%
-# change); flagged_share: share of measurements the speed witness saw slow (NaN: no witness);
+# change); runs_to_settle: for several runs near an edge, the runs at which two such analyses
+# would read alike with 95% chance at these runs' spread (NaN otherwise); flagged_share: share
+# of measurements the speed witness saw slow (NaN: no witness);
 # fast_share: share of the comparison's values in the fast state (NaN unless statistic near_*;
 # under observations.SLOW_HOUR the run was made in a slow hour and the note says so).
 TABLE_COLUMNS = (
@@ -54,7 +57,7 @@ TABLE_COLUMNS = (
     "n_blocks", "n_obs_baseline", "n_obs_treatment", "pairing", "estimate", "ci_low", "ci_high",
     "confidence", "p_value", "p_family", "sd_unit", "mde", "power_published", "units_needed",
     "published_ratio", "published_in_ci", "equivalence_margin", "flagged_share", "fast_share", "contention",
-    "speed_state", "verdict", "verdict_label", "edge_label", "rerun_chance", "verdict_note",
+    "speed_state", "verdict", "verdict_label", "edge_label", "rerun_chance", "runs_to_settle", "verdict_note",
 )
 SPREAD_COLUMNS = ("claim", "comparison", "target", "n_runs", "between_run_sd", "within_run_sd",
                   "between_share", "p_runs_differ", "baseline", "baseline_corr")
@@ -217,11 +220,16 @@ def _row(claim: Claim, group: Group, family_size: int, alpha: float,
                       comparison.equivalence_margin, low, high)
     rerun = _rerun_chance(comparison, float(summary.mean), row["sd_unit"], int(df) + 1, alpha, decision.label,
                           rule, family_size)
-    row.update(verdict=decision.word, verdict_label=decision.label, edge_label=edge, rerun_chance=rerun)
+    settle = (_runs_to_settle(comparison, float(summary.mean), row["sd_unit"], n_runs, alpha)
+              if edge and n_runs >= 2 and math.isfinite(row["sd_unit"]) else math.nan)
+    row.update(verdict=decision.word, verdict_label=decision.label, edge_label=edge, rerun_chance=rerun,
+               runs_to_settle=settle)
     notes = [decision.reason]
     if edge:
         notes.append(f"near a decision edge: an interval {EDGE_FACTOR:g}x as wide or as narrow would "
                      f"read \"{edge}\", so another run may")
+        if n_runs >= 2 and math.isfinite(row["sd_unit"]):
+            notes.append(_settle_note(settle, n_runs))
     if rerun < RERUN_NOTED:
         notes.append(f"a rerun of this design would read \"{decision.label}\" again with a chance of "
                      f"about {rerun:.0%} (this run's estimate and spread taken as true)")
@@ -286,6 +294,25 @@ def _rerun_chance(comparison, mean: float, sd: float, n: int, alpha: float, labe
     if n < 2 or not math.isfinite(sd):
         return math.nan
     return design_label_chances(comparison, mean, sd, n, 1 - alpha, rule, family_size).get(label, 0.0)
+
+
+def _runs_to_settle(comparison, mean: float, sd: float, n_runs: int, alpha: float) -> float:
+    """Runs, from `n_runs` on, at which two analyses of that many runs would read the same label
+    with 95% chance (`power.blocks_for_agreement` with runs as the units, this analysis's estimate
+    and between-run spread taken as true): what "near an edge" asks of runs already analysed
+    together, where a fixed "four or more" no longer says anything. An interval 1.5x narrower
+    clears the edge, so the count stays within about ten times `n_runs`; NaN past NEEDED_LIMIT."""
+    decide = labeller(comparison.kind, comparison.direction, comparison.published_ratio,
+                      comparison.equivalence_margin)
+    return blocks_for_agreement(decide, mean, sd, 1 - alpha, n_runs)
+
+
+def _settle_note(settle: float, n_runs: int) -> str:
+    if not math.isfinite(settle):
+        return ""
+    if settle <= n_runs:
+        return f"yet at these runs' spread {n_runs} runs already read alike with 95% chance"
+    return f"about {int(settle)} runs analysed together would read alike with 95% chance at these runs' spread"
 
 
 def _needed_note(row, comparison, units: str) -> str:
