@@ -1,17 +1,22 @@
 """Should a quick run stop at its rule's first look when the hour is slow, or at the look where a
-time budget runs out? What the shipped sequential runs would have read had they stopped there,
-against what they read at their end.
+time budget runs out, or measure fewer rounds a start? What the shipped sequential runs would
+have read had they stopped there, against what they read at their end.
 
     python bench/first_look.py --builds BF BG BH        # the builds' sequential runs (data/quick_builds.json)
     python bench/first_look.py --builds BF BG --experiment binlog_default
     python bench/first_look.py --builds CV CW --budget 60 --target mariadb
+    python bench/first_look.py --builds DR --rounds 10 --target mysql
 
 A run cut at a look keeps the server starts before it (repetitions 0 .. b - 1) and is analysed as
 `stats.analyze` analyses any run of that rule (a cut whose time says nothing of the effect keeps
 its error rate: `stats.sequential_alpha`). The cut is the first look (`min_blocks` starts), or with
 `--budget` the first look from which one more block, at the run's mean time a start so far, would
-end past that many measured seconds (none: the run is kept whole). Minutes are the measured span
-(first scan's start to the last scan's end) of the kept starts and of the whole run.
+end past that many measured seconds (none: the run is kept whole). With `--rounds N` each start
+keeps its first N rounds (what a start without rounds added would have measured) and the rule is
+replayed on them: the cut is the first look at which `stats.should_stop` stops, or the run's last
+start when none does (the run ended there; it would have gone on). Minutes are the measured span
+(first scan's start to the last scan's end) of the kept starts and of the whole run; measured_s
+the seconds inside measurements, which fewer rounds shorten where the span may not move.
 """
 
 from __future__ import annotations
@@ -39,6 +44,13 @@ def _span_min(results: pd.DataFrame) -> float:
     return (ended.max() - started.min()).total_seconds() / 60
 
 
+def _measured_s(results: pd.DataFrame) -> float:
+    """Seconds spent in measurements (each one's stamps, once across its metrics): what fewer
+    rounds save, where the span of a block of alternating starts would not move."""
+    once = results.drop_duplicates([*START, "condition", "workload", "iteration"])
+    return float((pd.to_datetime(once["ended_at"]) - pd.to_datetime(once["started_at"])).dt.total_seconds().sum())
+
+
 def budget_cut(results: pd.DataFrame, rule: StopRule, starts_per_block: int, budget_s: float) -> int:
     """The starts a run keeps under a budget of `budget_s` measured seconds: it looks after
     `min_blocks` starts and then after every block, and stops at the first look from which one
@@ -52,19 +64,34 @@ def budget_cut(results: pd.DataFrame, rule: StopRule, starts_per_block: int, bud
     return starts
 
 
-def first_look(run_dir: Path, budget_s: float | None = None) -> pd.DataFrame:
+def replay_cut(results: pd.DataFrame, claim, rule: StopRule, starts_per_block: int) -> int:
+    """The starts the rule keeps when replayed on `results`: the first look at which
+    `stats.should_stop` stops, or every start when none does."""
+    starts = int(results["repetition"].max()) + 1
+    for kept in range(rule.min_blocks, starts, starts_per_block):
+        if stats.should_stop(results[results["repetition"] < kept], claim, rule).stop:
+            return kept
+    return starts
+
+
+def first_look(run_dir: Path, budget_s: float | None = None, rounds: int | None = None) -> pd.DataFrame:
     """One row per comparison of a sequential run: its starts, verdict, estimate and half-width at
-    the cut (the first look, or where `budget_s` runs out) and at the end, and the measured
-    minutes of each (empty for a fixed design)."""
+    the cut (the first look, where `budget_s` runs out, or where the rule stops on each start's
+    first `rounds` rounds) and at the end, and the measured minutes of each (empty for a fixed
+    design)."""
     manifest = read_manifest(run_dir)
     rule = StopRule.of_manifest(manifest)
     if rule is None:
         return pd.DataFrame()
     claim = load_claims(ROOT / "data" / "claims.yaml")[manifest["claim"]]
     results = read_results(run_dir)
-    kept = rule.min_blocks if budget_s is None else \
-        budget_cut(results, rule, manifest["design"].get("starts_per_block", 1), budget_s)
-    cut = results[results["repetition"] < kept]
+    per_block = manifest["design"].get("starts_per_block", 1)
+    measured = results if rounds is None else results[results["iteration"] < rounds]
+    if rounds is not None:
+        kept = replay_cut(measured, claim, rule, per_block)
+    else:
+        kept = rule.min_blocks if budget_s is None else budget_cut(results, rule, per_block, budget_s)
+    cut = measured[measured["repetition"] < kept]
     whole = stats.analyze(results, claim, stop_rule=rule)
     rows = {}
     for at, part in (("cut", cut), ("end", results)):
@@ -74,7 +101,8 @@ def first_look(run_dir: Path, budget_s: float | None = None) -> pd.DataFrame:
                                                    "comparison": row.comparison})
             got |= {f"starts_{at}": len(part[START].drop_duplicates()), f"counted_{at}": row.n_blocks,
                     f"verdict_{at}": row.verdict, f"estimate_{at}": row.estimate,
-                    f"half_width_{at}": half_width(row.ci_low, row.ci_high), f"minutes_{at}": _span_min(part)}
+                    f"half_width_{at}": half_width(row.ci_low, row.ci_high), f"minutes_{at}": _span_min(part),
+                    f"measured_s_{at}": _measured_s(part)}
     return pd.DataFrame(list(rows.values()))
 
 
@@ -85,13 +113,20 @@ def main(argv=None) -> int:
     ap.add_argument("--data", type=Path, help="where runs are stored (default data/raw)")
     ap.add_argument("--budget", type=float, metavar="SECONDS",
                     help="cut where this many measured seconds run out, not at the first look")
+    ap.add_argument("--rounds", type=int, metavar="N",
+                    help="keep each start's first N rounds and replay the rule on them")
     ap.add_argument("--target", help="only the runs on this target (e.g. mariadb)")
     args = ap.parse_args(argv)
     if args.budget is not None and not args.budget > 0:
         ap.error("--budget: a number of seconds above 0")
+    if args.rounds is not None and not args.rounds > 0:
+        ap.error("--rounds: a number of rounds above 0")
+    if args.rounds is not None and args.budget is not None:
+        ap.error("--rounds and --budget: give one of them")
     try:
         runs = build_runs(args.builds, args.data)
-        tables = [first_look(path, args.budget).assign(build=name) for name, paths in runs.items() for path in paths
+        tables = [first_look(path, args.budget, args.rounds).assign(build=name)
+                  for name, paths in runs.items() for path in paths
                   if (manifest := read_manifest(path))["experiment"] == args.experiment
                   and args.target in (None, manifest["default_target"])]
     except ClaimlabError as exc:
@@ -105,7 +140,7 @@ def main(argv=None) -> int:
         return 2
     out = pd.concat(tables, ignore_index=True)
     columns = ["build", "target", "comparison", *(f"{c}_{at}" for at in ("cut", "end") for c in (
-        "starts", "counted", "verdict", "estimate", "half_width", "minutes"))]
+        "starts", "counted", "verdict", "estimate", "half_width", "minutes", "measured_s"))]
     with pd.option_context("display.width", 250, "display.max_columns", None):
         print(out[columns].to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     return 0

@@ -1927,3 +1927,67 @@ def test_a_time_budget_would_cut_slow_hours_runs_and_turn_their_edge_verdicts_in
     assert "no sequential collation_cost run on external in builds DK" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         first_look.main(["--builds", "DK", "--budget", "0"])
+
+
+# 2026-11-30 04:07 and 04:35, an AMD EPYC of family 25, model 1 (the fifth processor of this VM kind
+# here), nothing beside the builds: DR a clean clone of 44d0371 (DQ's measured design), DS of 0030135
+# (the same measured design; `runs_to_settle`). data/README.md, "A fifth host".
+FIFTH_HOST = ["DR", "DS"]
+COMMITS |= {"DR": "44d03718b1123366376ab9ecb1e4e6f57dc6350e", "DS": "00301359f407eb66aaaa7bda62d94010638447dc"}
+
+
+def test_the_fifth_hosts_builds_agree_and_read_mariadbs_c2_at_levels_of_their_own():
+    # every verdict alike in DR and DS, C2's main estimates within 1.7%, every goal on precision met
+    # (C2 main ±1.1-2.9%, C1 ±2.2% at the widest), in slow hours (C2's fast-state share 18-34%; DR's
+    # MySQL run named slow); against model 167 (DP, DQ) MariaDB's C2 splits its unicode cost the
+    # other way: utf8mb4_general / utf8mb3 1.09-1.10 ("contradicted: higher than 1.05", 1.04 there)
+    # and unicode / general 1.04-1.05 ("inconclusive", 1.10-1.11 there, "supported: higher")
+    for _, _, manifest in _made_by(FIFTH_HOST):
+        cpu = manifest["provenance"]["host"]["cpu"]
+        assert (cpu["vendor"], cpu["family"], cpu["model"]) == ("AuthenticAMD", "25", "1")
+    tables = _tables(FIFTH_HOST)
+    pairs = bench_module("precision").builds_agreement(tables)
+    assert (pairs["same_verdict"].sum(), pairs["same_label"].sum(), len(pairs)) == (18, 18, 1)
+    main = {b: t.query("comparison == 'uca_ai_vs_utf8mb3'").set_index("target") for b, t in tables.items()}
+    assert {b: m["estimate"].round(3).to_dict() for b, m in main.items()} == {
+        "DR": {"mariadb": 1.105, "mysql": 1.672}, "DS": {"mariadb": 1.123, "mysql": 1.65}}
+    assert {b: m["half_width"].round(3).to_dict() for b, m in main.items()} == {
+        "DR": {"mariadb": 0.015, "mysql": 0.029}, "DS": {"mariadb": 0.011, "mysql": 0.021}}
+    assert {b: round(t.query("claim == 'C1'")["half_width"].max(), 3) for b, t in tables.items()} == {
+        "DR": 0.022, "DS": 0.015}
+    assert {b: t.query("claim == 'C2'").groupby("target")["fast_share"].min().round(2).to_dict()
+            for b, t in tables.items()} == {"DR": {"mariadb": 0.26, "mysql": 0.18},
+                                            "DS": {"mariadb": 0.34, "mysql": 0.33}}
+    verdicts = pd.DataFrame({name: t.set_index(["claim", "comparison", "target"])["verdict"]
+                             for name, t in (_tables(["DP", "DQ"]) | tables).items()})
+    differ = verdicts[verdicts.nunique(axis=1) > 1]
+    assert differ.to_dict("index") == {
+        ("C2", "utf8mb4_general_vs_utf8mb3", "mariadb"):
+            {"DP": "supported", "DQ": "supported", "DR": "contradicted", "DS": "contradicted"},
+        ("C2", "unicode_vs_general", "mariadb"):
+            {"DP": "supported", "DQ": "supported", "DR": "inconclusive", "DS": "inconclusive"}}
+
+
+def test_in_a_slow_hour_mysqls_added_rounds_buy_its_c2_width_and_verdicts():
+    # data/README.md, "What the added rounds buy": each start's first ten rounds, the rule replayed
+    # on them. DR (18% of the scans fast): its fourteen starts either way, the main comparison
+    # ±4.3% against ±2.9% with the rounds added, in 224 measured seconds against 457. BK (model 207,
+    # a slow hour): utf8mb4_general / utf8mb3 "inconclusive" where its run read "supported".
+    first_look = bench_module("first_look")
+    runs = bench_module("precision").build_runs(["BK", "DR"], None)
+    rows = [first_look.first_look(path, rounds=10).assign(build=name) for name, paths in runs.items()
+            for path in paths if (m := _shipped(path.name))["experiment"] == "collation_cost"
+            and m["default_target"] == "mysql"]
+    table = pd.concat(rows).set_index(["build", "comparison"])
+    dr = table.loc["DR"]
+    assert set(dr["starts_cut"]) == set(dr["starts_end"]) == {14}
+    assert (dr["verdict_cut"] == dr["verdict_end"]).all()
+    assert dr.loc["uca_ai_vs_utf8mb3", ["half_width_cut", "half_width_end"]].round(3).tolist() == [0.043, 0.029]
+    assert dr["measured_s_cut"].round().iloc[0] == 224 and dr["measured_s_end"].round().iloc[0] == 457
+    changed = table[table["verdict_cut"] != table["verdict_end"]]
+    assert changed[["verdict_cut", "verdict_end"]].to_dict("index") == {
+        ("BK", "utf8mb4_general_vs_utf8mb3"): {"verdict_cut": "inconclusive", "verdict_end": "supported"}}
+    with pytest.raises(SystemExit):
+        first_look.main(["--builds", "DR", "--rounds", "10", "--budget", "100"])
+    with pytest.raises(SystemExit):
+        first_look.main(["--builds", "DR", "--rounds", "0"])
