@@ -167,7 +167,7 @@ def _row(claim: Claim, group: Group, family_size: int, alpha: float,
     }
     if group.reason:
         return {**row, "verdict": "not_tested", "verdict_label": "not tested", "edge_label": "",
-                "rerun_chance": math.nan, "verdict_note": f"not tested: {group.reason}"}
+                "rerun_chance": math.nan, "runs_to_settle": math.nan, "verdict_note": f"not tested: {group.reason}"}
     blocks = group.blocks
     summary = log_ratio(as_matrix(blocks))
     n_runs, n_blocks, df = int(summary.n_runs), int(summary.n_blocks), float(summary.df)
