@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
@@ -51,27 +52,32 @@ def _measured_s(results: pd.DataFrame) -> float:
     return float((pd.to_datetime(once["ended_at"]) - pd.to_datetime(once["started_at"])).dt.total_seconds().sum())
 
 
+def _first_cut(results: pd.DataFrame, rule: StopRule, starts_per_block: int,
+               stops: Callable[[pd.DataFrame, int], bool]) -> int:
+    """The starts kept at the first look (after `min_blocks` starts, then after every block) at
+    which `stops(rows of the starts kept so far, their number)` holds; every start when none does."""
+    starts = int(results["repetition"].max()) + 1
+    for kept in range(rule.min_blocks, starts, starts_per_block):
+        if stops(results[results["repetition"] < kept], kept):
+            return kept
+    return starts
+
+
 def budget_cut(results: pd.DataFrame, rule: StopRule, starts_per_block: int, budget_s: float) -> int:
     """The starts a run keeps under a budget of `budget_s` measured seconds: it looks after
     `min_blocks` starts and then after every block, and stops at the first look from which one
     more block, at its mean time a start so far, would end past the budget (the rule's minimum
     at least; every start when no look is that late)."""
-    starts = int(results["repetition"].max()) + 1
-    for kept in range(rule.min_blocks, starts, starts_per_block):
-        span = _span_min(results[results["repetition"] < kept]) * 60
-        if span * (kept + starts_per_block) / kept > budget_s:
-            return kept
-    return starts
+    def past_budget(rows: pd.DataFrame, kept: int) -> bool:
+        return _span_min(rows) * 60 * (kept + starts_per_block) / kept > budget_s
+
+    return _first_cut(results, rule, starts_per_block, past_budget)
 
 
 def replay_cut(results: pd.DataFrame, claim, rule: StopRule, starts_per_block: int) -> int:
     """The starts the rule keeps when replayed on `results`: the first look at which
     `stats.should_stop` stops, or every start when none does."""
-    starts = int(results["repetition"].max()) + 1
-    for kept in range(rule.min_blocks, starts, starts_per_block):
-        if stats.should_stop(results[results["repetition"] < kept], claim, rule).stop:
-            return kept
-    return starts
+    return _first_cut(results, rule, starts_per_block, lambda rows, _: stats.should_stop(rows, claim, rule).stop)
 
 
 def first_look(run_dir: Path, budget_s: float | None = None, rounds: int | None = None) -> pd.DataFrame:
@@ -86,11 +92,14 @@ def first_look(run_dir: Path, budget_s: float | None = None, rounds: int | None 
     claim = load_claims(ROOT / "data" / "claims.yaml")[manifest["claim"]]
     results = read_results(run_dir)
     per_block = manifest["design"].get("starts_per_block", 1)
-    measured = results if rounds is None else results[results["iteration"] < rounds]
+    measured = results
     if rounds is not None:
+        measured = results[results["iteration"] < rounds]
         kept = replay_cut(measured, claim, rule, per_block)
+    elif budget_s is not None:
+        kept = budget_cut(results, rule, per_block, budget_s)
     else:
-        kept = rule.min_blocks if budget_s is None else budget_cut(results, rule, per_block, budget_s)
+        kept = rule.min_blocks
     cut = measured[measured["repetition"] < kept]
     whole = stats.analyze(results, claim, stop_rule=rule)
     rows = {}

@@ -228,8 +228,7 @@ def _row(claim: Claim, group: Group, family_size: int, alpha: float,
     if edge:
         notes.append(f"near a decision edge: an interval {EDGE_FACTOR:g}x as wide or as narrow would "
                      f"read \"{edge}\", so another run may")
-        if n_runs >= 2 and math.isfinite(row["sd_unit"]):
-            notes.append(_settle_note(settle, n_runs))
+        notes.append(_settle_note(settle, n_runs))   # '' unless runs together and a count
     if rerun < RERUN_NOTED:
         notes.append(f"a rerun of this design would read \"{decision.label}\" again with a chance of "
                      f"about {rerun:.0%} (this run's estimate and spread taken as true)")
