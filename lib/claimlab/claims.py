@@ -8,6 +8,7 @@ and every error names the file and the field path (`claims.C1.comparisons[0].met
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Mapping
@@ -18,7 +19,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, model_validator
 
 from .errors import ConfigError
-from .schema import Model, Text, fail, kind_of, read_yaml, show, validate
+from .schema import MAX_FILE_BYTES, Model, Text, fail, kind_of, read_yaml, show, validate
 
 KINDS = ("effect", "null")
 DIRECTIONS = ("lower", "higher", "two_sided")
@@ -250,7 +251,20 @@ class _ClaimsFile(Model):
 
 
 def load_claims(path: str | Path) -> dict[str, Claim]:
-    """Read and validate a claims file; raise ConfigError naming the file and field."""
+    """Read and validate a claims file; raise ConfigError naming the file and field. Each text
+    of the file is parsed once: reports, notebooks and benchmarks ask for it per run analysed (a
+    tenth of a second each), and its records are frozen."""
+    try:
+        text = Path(path).read_bytes()
+    except OSError:
+        text = None                                     # read_yaml says what is wrong
+    if text is None or len(text) > MAX_FILE_BYTES:
+        return parse_claims(read_yaml(path), path)
+    return dict(_load_claims(str(path), text))
+
+
+@functools.lru_cache(maxsize=8)
+def _load_claims(path: str, text: bytes) -> dict[str, Claim]:
     return parse_claims(read_yaml(path), path)
 
 

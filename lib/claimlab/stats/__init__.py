@@ -61,7 +61,7 @@ from .sequential import (
                     stopping_for,
 )
 from .speed import PROBE_METRICS, SLOW_FACTOR, flagged_share, slow_probe_sides, slow_probes, speed_flags
-from .verdicts import EDGE_FACTOR, EDGE_MARK, VERDICTS, Verdict, edge_label, labeller, target_note, verdict
+from .verdicts import EDGE_FACTOR, EDGE_MARK, VERDICTS, Labeller, Verdict, edge_label, labeller, target_note, verdict
 
 __all__ = [
     "COST_METRICS", "DRIFT_FLAG_P", "EDGE_FACTOR", "EDGE_MARK", "OUTLIER_Z", "POWER", "PROBE_METRICS",
@@ -72,7 +72,7 @@ __all__ = [
     "blocks_needed",
     "claim_metrics",
     "comparison_groups", "cost_table", "diagnostics", "edge_label", "flagged_share", "hierarchical_draws",
-    "holm", "label_chances", "labeller", "log_ratio", "mean_interval", "minimal_detectable_effect",
+    "holm", "label_chances", "Labeller", "labeller", "log_ratio", "mean_interval", "minimal_detectable_effect",
     "obrien_fleming_spending",
     "outlier_rule", "paired_power", "per_operation", "prepare", "ratio_interval",
     "repeated_interval", "run_components", "run_levels", "run_spread", "sequential_alpha", "sequential_label_chances",

@@ -91,16 +91,32 @@ def robust_z(results: pd.DataFrame) -> pd.Series:
     """
     condition = [results[key] for key in CONDITION_KEYS]
     logs = np.log(results["value"].astype(float))
-    residual = logs.groupby([*condition, results["_server"]]).transform(_leave_one_out_residual)
+    server = pd.concat([results[list(CONDITION_KEYS)], results["_server"]], axis=1).groupby(
+        [*CONDITION_KEYS, "_server"], sort=False).ngroup().to_numpy()
+    residual = pd.Series(_leave_one_out_residuals(logs.to_numpy(), server), index=results.index)
     mad = residual.abs().groupby(condition).transform("median")
     return 0.6745 * residual / mad.where(mad > 0)
 
 
-def _leave_one_out_residual(logs: pd.Series) -> np.ndarray:
-    values = logs.to_numpy()
-    if len(values) < 3:
-        return np.full(len(values), np.nan)
-    return values - np.array([np.median(np.delete(values, i)) for i in range(len(values))])
+def _leave_one_out_residuals(values: np.ndarray, group: np.ndarray) -> np.ndarray:
+    """Each value less the median of the other values of its group (NaN in groups under three),
+    the groups of one size at a time, as a matrix."""
+    out = np.full(len(values), np.nan)
+    known = ~np.isnan(group)
+    if not known.any():
+        return out
+    group = group[known].astype(np.intp)
+    rows = np.flatnonzero(known)
+    order = np.argsort(group, kind="stable")
+    sizes = np.bincount(group)
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    for size in np.unique(sizes[sizes >= 3]):
+        chosen = np.flatnonzero(sizes == size)
+        members = rows[order[(starts[chosen][:, None] + np.arange(size)).ravel()]].reshape(len(chosen), size)
+        matrix = values[members]
+        others = np.stack([np.delete(matrix, i, axis=1) for i in range(size)], axis=1)   # (groups, size, size - 1)
+        out[members] = matrix - np.median(others, axis=2)
+    return out
 
 
 def outlier_rule(threshold: float = OUTLIER_Z) -> str:
@@ -110,7 +126,7 @@ def outlier_rule(threshold: float = OUTLIER_Z) -> str:
 
 
 def block_log_ratios(base: pd.DataFrame, treat: pd.DataFrame, strata: list[str],
-                     statistic: str = "mean") -> pd.DataFrame:
+                     statistic: str = "mean", fast: tuple[pd.Series, pd.Series] | None = None) -> pd.DataFrame:
     """One log ratio log(treatment) - log(baseline) per block, and how it was paired.
 
     Within a block and stratum (a level combination of the factors the comparison does not
@@ -123,7 +139,8 @@ def block_log_ratios(base: pd.DataFrame, treat: pd.DataFrame, strata: list[str],
     are left out, and counted. Columns: run_id, repetition, log_ratio, paired (rounds matched
     in every stratum), n_pairs (matched rounds), unmatched (rounds left out), outside_band
     (values outside the fast state, left out), baseline_log (the baseline's mean log value in the
-    block: the machine's speed there, a covariate for runs made in different states).
+    block: the machine's speed there, a covariate for runs made in different states). `fast`: each
+    side's `side_fast_state`, when the caller has it already.
     """
     if statistic not in STATISTICS:
         raise ValueError(f"statistic must be one of {STATISTICS}, not {statistic!r}")
@@ -133,35 +150,61 @@ def block_log_ratios(base: pd.DataFrame, treat: pd.DataFrame, strata: list[str],
              for side in (base, treat)]
     outside = {}
     if statistic != "mean":
-        fast = [side_fast_state(side, strata, statistic) for side in sides]
+        fast = fast or [side_fast_state(side, strata, statistic) for side in sides]
         both = pd.concat([side.loc[~keep, keys] for side, keep in zip(sides, fast)])
         outside = both.groupby(list(BLOCK_KEYS)).size().to_dict() if len(both) else {}
         sides = [side[keep] for side, keep in zip(sides, fast)]
-    b, t = (side.groupby(rounds, sort=True)["_log"].mean().rename(name)
-            for side, name in zip(sides, ("b", "t")))
-    side_means = [side.groupby(keys, sort=False)["_log"].mean() for side in sides]   # per block and stratum
-    matched = pd.concat([b, t], axis=1, join="inner")
-    paired_strata = set(matched.reset_index().groupby(keys).groups) if len(matched) else set()
-    strata_rows = []
-    for key, part in pd.concat([b, t], axis=1).reset_index().groupby(keys, sort=True):
-        has_b, has_t = part["b"].notna(), part["t"].notna()
-        base_log = side_means[0].get(key, np.nan)
-        if not (has_b.any() and has_t.any()):
-            strata_rows.append((*key, np.nan, False, 0, 0, np.nan))
-        elif key in paired_strata and statistic == "mean":
-            both_sides = has_b & has_t
-            diff = (part["t"] - part["b"])[both_sides]
-            strata_rows.append((*key, diff.mean(), True, int(both_sides.sum()),
-                                int((has_b ^ has_t).sum()), base_log))
-        else:
-            strata_rows.append((*key, side_means[1].get(key, np.nan) - base_log,
-                                key in paired_strata, 0, 0, base_log))
-    frame = pd.DataFrame(strata_rows, columns=[*keys, "log_ratio", "paired", "n_pairs", "unmatched",
-                                               "baseline_log"])
-    frame = frame.dropna(subset=["log_ratio"])
-    out = frame.groupby(list(BLOCK_KEYS), sort=True).agg(
-        log_ratio=("log_ratio", "mean"), paired=("paired", "all"), n_pairs=("n_pairs", "sum"),
-        unmatched=("unmatched", "sum"), baseline_log=("baseline_log", "mean")).reset_index()
+    # Every row's block, stratum and round as a number (groups in sorted order, both sides
+    # numbered alike), then sums per group with bincount: the pandas groupbys this replaces cost
+    # a millisecond each whatever the rows, and an analysis makes thousands of them.
+    rows = pd.concat([side[rounds] for side in sides], ignore_index=True)
+    codes = [rows.groupby(columns, sort=True).ngroup().to_numpy() for columns in (list(BLOCK_KEYS), keys, rounds)]
+    kept = ~np.isnan(codes[2])                   # a key left empty belongs to no group (as in groupby)
+    block, stratum, round_ = (np.where(kept, code, 0).astype(np.intp) for code in codes)
+    log = np.concatenate([side["_log"].to_numpy(dtype=float) for side in sides])
+    is_treat = np.arange(len(rows)) >= len(sides[0])
+    n_rounds, n_strata = int(round_.max(initial=-1)) + 1, int(stratum.max(initial=-1)) + 1
+
+    def per(code, n, weights, side):   # sums over one side's rows (`side`: its mask); counts without weights
+        mask = kept & side
+        return np.bincount(code[mask], None if weights is None else weights[mask], minlength=n)
+
+    stratum_of_round = np.zeros(n_rounds, dtype=np.intp)
+    stratum_of_round[round_[kept]] = stratum[kept]
+    block_of_stratum = np.zeros(n_strata, dtype=np.intp)
+    block_of_stratum[stratum[kept]] = block[kept]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        round_mean = [per(round_, n_rounds, log, side) / per(round_, n_rounds, None, side)
+                      for side in (~is_treat, is_treat)]
+        side_mean = [per(stratum, n_strata, log, side) / per(stratum, n_strata, None, side)
+                     for side in (~is_treat, is_treat)]
+    has_b, has_t = (~np.isnan(mean) for mean in round_mean)
+    matched = has_b & has_t
+
+    def over_strata(values):
+        return np.bincount(stratum_of_round, values.astype(float), minlength=n_strata)
+
+    n_pairs, unmatched = over_strata(matched), over_strata(has_b ^ has_t)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        diff = over_strata(np.where(matched, round_mean[1] - round_mean[0], 0.0)) / n_pairs
+    both_sides = (over_strata(has_b) > 0) & (over_strata(has_t) > 0)
+    paired = n_pairs > 0
+    by_rounds = paired & (statistic == "mean")
+    log_ratio = np.where(both_sides, np.where(by_rounds, diff, side_mean[1] - side_mean[0]), np.nan)
+    used = ~np.isnan(log_ratio)
+    blocks_of = block_of_stratum[used]
+    n_blocks = int(block.max(initial=-1)) + 1
+    count = np.bincount(blocks_of, minlength=n_blocks)
+    present = count > 0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = pd.DataFrame({
+            "log_ratio": np.bincount(blocks_of, log_ratio[used], n_blocks) / count,
+            "paired": np.bincount(blocks_of, ~paired[used], n_blocks) == 0,
+            "n_pairs": np.bincount(blocks_of, np.where(by_rounds, n_pairs, 0)[used], n_blocks).astype(np.int64),
+            "unmatched": np.bincount(blocks_of, np.where(by_rounds, unmatched, 0)[used], n_blocks).astype(np.int64),
+            "baseline_log": np.bincount(blocks_of, side_mean[0][used], n_blocks) / count})[present]
+    names = rows.groupby(list(BLOCK_KEYS), sort=True).size().index.to_frame(index=False)
+    out = pd.concat([names[present].reset_index(drop=True), out.reset_index(drop=True)], axis=1)
     out["outside_band"] = [outside.get((run, rep), 0) for run, rep in zip(out["run_id"], out["repetition"])]
     return out
 
@@ -186,16 +229,27 @@ def fast_state(logs: pd.Series, groups: pd.DataFrame, starts: pd.DataFrame, stat
     lucky start from setting it. The mean over the band, not the single minimum, keeps one
     lucky value from setting a block's ratio.
     """
-    keyed = (logs if statistic == "near_min" else -logs).rename("_keyed")   # smaller is faster
+    keyed = (logs if statistic == "near_min" else -logs).to_numpy(dtype=float)   # smaller is faster
     band = np.log1p(FAST_BAND)
-    frame = pd.concat([groups.add_prefix("_g_"), starts.add_prefix("_s_"), keyed], axis=1)
+    frame = pd.concat([groups.add_prefix("_g_"), starts.add_prefix("_s_")], axis=1)
     group_cols = [c for c in frame.columns if c.startswith("_g_")]
     start_cols = group_cols + [c for c in frame.columns if c.startswith("_s_")]
-    best = frame.groupby(start_cols)["_keyed"].transform("min")
-    bests = frame[start_cols].assign(_best=best).drop_duplicates(start_cols)
-    level = bests.groupby(group_cols)["_best"].quantile(FAST_GATE).rename("_level")
-    run_level = frame[group_cols].join(level, on=group_cols)["_level"]
-    return (keyed <= best + band) & (best <= run_level + band)
+    group, start = (frame.groupby(columns, sort=True).ngroup().to_numpy() for columns in (group_cols, start_cols))
+    known = ~np.isnan(start) & ~np.isnan(keyed)   # as groupby: a value or a key left empty is in no group
+    start_of = start[known].astype(np.intp)
+    best_of = np.full(int(start_of.max(initial=-1)) + 1, np.inf)
+    np.minimum.at(best_of, start_of, keyed[known])
+    best = np.full(len(keyed), np.nan)
+    best[known] = best_of[start_of]
+    group_of_start = np.full(len(best_of), -1, dtype=np.intp)
+    group_of_start[start_of] = group[known].astype(np.intp)
+    level_of = np.full(int(np.nanmax(group, initial=-1)) + 1, np.nan)   # the FAST_GATE quantile of its starts' fastest
+    for g in np.unique(group_of_start[group_of_start >= 0]):
+        level_of[g] = np.quantile(best_of[group_of_start == g], FAST_GATE)
+    level = np.full(len(keyed), np.nan)
+    level[known] = level_of[group[known].astype(np.intp)]
+    with np.errstate(invalid="ignore"):
+        return pd.Series((keyed <= best + band) & (best <= level + band), index=logs.index)
 
 
 def side_fast_state(side: pd.DataFrame, strata: list[str], statistic: str) -> pd.Series:

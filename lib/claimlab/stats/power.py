@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 from scipy import optimize
 from scipy import stats as sps
+
+from .verdicts import Labeller
 
 POWER = 0.8
 NEEDED_LIMIT = 10_000
@@ -88,7 +90,7 @@ def blocks_for_margin(sd: float, margin: float, alpha: float, power: float = POW
     return _smallest_n(enough)
 
 
-def label_chances(decide: Callable[[float, float], str], log_ratio: float, sd: float, n: int,
+def label_chances(decide: Labeller, log_ratio: float, sd: float, n: int,
                   confidence: float, between: float = 0.0, draws: int = AGREEMENT_DRAWS,
                   seed: int = AGREEMENT_SEED) -> dict[str, float]:
     """The chance of each label a run of n blocks gives, from `decide(low, high)`.
@@ -107,7 +109,7 @@ def label_chances(decide: Callable[[float, float], str], log_ratio: float, sd: f
     df = n - 1
     mean = log_ratio + z * math.sqrt(sd ** 2 / n + between ** 2)
     half = sps.t.isf((1 - confidence) / 2, df) * sd * np.sqrt(sps.chi2.ppf(u, df) / df) / math.sqrt(n)
-    counts = Counter(decide(low, high) for low, high in zip(np.exp(mean - half), np.exp(mean + half)))
+    counts = Counter(decide.labels(np.exp(mean - half), np.exp(mean + half)).tolist())
     return {label: count / draws for label, count in counts.most_common()}
 
 
@@ -118,7 +120,7 @@ def agreement_chance(chances: dict[str, float]) -> float:
     return float(sum(p * p for p in chances.values()))
 
 
-def blocks_for_agreement(decide: Callable[[float, float], str], log_ratio: float, sd: float,
+def blocks_for_agreement(decide: Labeller, log_ratio: float, sd: float,
                          confidence: float, start: int, between: float = 0.0,
                          goal: float = 0.95) -> float:
     """Fewest blocks from `start` (the design's own count) on at which two runs agree with at

@@ -159,9 +159,8 @@ def simulate_sequential(comparisons, log_ratios, sd: float, rule: StopRule, fami
     labels, half_widths = {}, {}
     for comparison, summary in zip(comparisons, summaries):
         low, high, width = interval(summary, stops, final)
-        labels[comparison.name] = np.array([
-            verdict(comparison.kind, comparison.direction, comparison.published_ratio,
-                    comparison.equivalence_margin, lo, hi).label for lo, hi in zip(low.tolist(), high.tolist())])
+        labels[comparison.name] = labeller(comparison.kind, comparison.direction, comparison.published_ratio,
+                                           comparison.equivalence_margin).labels(low, high)
         half_widths[comparison.name] = width / 2
     return SimulatedRuns(looks[stops], labels, half_widths)
 

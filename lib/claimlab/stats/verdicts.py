@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -117,14 +117,40 @@ def verdict(kind: str, direction: str | None, published: float | None, margin: f
                    + _published(published, low, high))
 
 
-def labeller(kind: str, direction: str | None, published: float | None,
-             margin: float) -> Callable[[float, float], str]:
+@dataclass(frozen=True)
+class Labeller:
     """One comparison's rule as a function of its interval alone: the label `verdict` gives
     (low, high), what `power.label_chances` draws intervals through."""
-    def label(low: float, high: float) -> str:
-        return verdict(kind, direction, published, margin, low, high).label
 
-    return label
+    kind: str
+    direction: str | None
+    published: float | None
+    margin: float
+
+    def __call__(self, low: float, high: float) -> str:
+        return verdict(self.kind, self.direction, self.published, self.margin, low, high).label
+
+    def labels(self, low: np.ndarray, high: np.ndarray) -> np.ndarray:
+        """The label of each interval, over arrays of intervals (an object array of str).
+
+        `verdict` compares an interval's ends with a few points only (the band's edges, 1 and
+        the published ratio), so two intervals whose ends lie alike against every point get the
+        same label: `verdict` is asked once per such pattern, a handful among thousands of
+        simulated runs, and the answer is exact by construction."""
+        low, high = np.asarray(low, dtype=float), np.asarray(high, dtype=float)
+        points = np.array([1 - self.margin, 1.0, 1 + self.margin]
+                          + ([] if self.published is None else [self.published]))
+        finite = np.isfinite(low) & np.isfinite(high)
+        with np.errstate(invalid="ignore"):
+            pattern = np.concatenate([np.sign(low[:, None] - points), np.sign(high[:, None] - points)], axis=1)
+        pattern[~finite] = 2.0                          # every unfinished interval reads alike
+        _, first, inverse = np.unique(pattern, axis=0, return_index=True, return_inverse=True)
+        words = np.array([self(float(low[i]), float(high[i])) for i in first], dtype=object)
+        return words[inverse.reshape(-1)]
+
+
+def labeller(kind: str, direction: str | None, published: float | None, margin: float) -> Labeller:
+    return Labeller(kind, direction, published, margin)
 
 
 def decided(kind: str, direction: str | None, published: float | None, margin: float,
