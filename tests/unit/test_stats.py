@@ -112,10 +112,10 @@ def test_widening_an_interval_never_strengthens_the_verdict(kind, direction, pub
 
 @pytest.mark.parametrize(("kind", "direction", "published"), CASES)
 @pytest.mark.parametrize("margin", [0.01, 0.05, 0.2])
-def test_decided_over_arrays_is_the_verdicts_word(kind, direction, published, margin):
-    """`decided` (the simulations' vectorized read) against `verdict`, interval by interval: the
-    grid's every pair, bounds exactly on the band's edges and the published ratio, random
-    intervals about them, and intervals with no finite bound."""
+def test_decided_and_labels_over_arrays_are_the_verdicts_word_and_label(kind, direction, published, margin):
+    """`decided` and `Labeller.labels` (the simulations' vectorized reads) against `verdict`,
+    interval by interval: the grid's every pair, bounds exactly on the band's edges and the
+    published ratio, random intervals about them, and intervals with no finite bound."""
     edges = [1 - margin, 1 + margin, 1.0] + ([published] if published else [])
     points = np.concatenate([GRID, edges])
     low, high = (a.ravel() for a in np.meshgrid(points, points))
@@ -124,10 +124,13 @@ def test_decided_over_arrays_is_the_verdicts_word(kind, direction, published, ma
     centre, half = rng.choice(np.log(edges), 4000) + rng.normal(0, 0.05, 4000), rng.exponential(0.03, 4000)
     low = np.concatenate([low[keep], np.exp(centre - half), [math.nan, 0.9, math.nan]])
     high = np.concatenate([high[keep], np.exp(centre + half), [1.1, math.inf, math.nan]])
-    words = [stats.verdict(kind, direction, published, margin, lo, hi).word for lo, hi in zip(low, high)]
+    verdicts = [stats.verdict(kind, direction, published, margin, lo, hi) for lo, hi in zip(low, high)]
     found = decided(kind, direction, published, margin, low, high)
-    assert found.tolist() == [word != "inconclusive" for word in words]
+    assert found.tolist() == [v.word != "inconclusive" for v in verdicts]
     assert 0 < found.mean() < 1
+    labels = stats.labeller(kind, direction, published, margin).labels(low, high)
+    assert labels.tolist() == [v.label for v in verdicts]
+    assert len(set(labels)) >= 3
 
 
 def test_the_old_rule_flip_is_gone():
@@ -816,3 +819,21 @@ def test_stop_rule_validation_and_manifest():
     assert stats.StopRule.of_manifest({"design": {"sequential": {"precise": ["x"]}}}).precise == ("x",)
     with pytest.raises(ValueError, match="precise"):
         stats.StopRule(precise=[""])
+
+
+def test_leave_one_out_residuals_are_each_value_less_the_median_of_the_rest_of_its_group():
+    """The residuals `robust_z` scales, computed by group size at once, against the definition
+    value by value: groups of one to seven values in shuffled order, ties, and rows in no group."""
+    from claimlab.stats.observations import _leave_one_out_residuals
+    rng = np.random.default_rng(20261201)
+    group = rng.permutation(np.repeat(np.arange(12), [1, 2, 3, 3, 4, 5, 5, 6, 7, 7, 7, 3])).astype(float)
+    values = rng.normal(0, 1, len(group)).round(1)      # rounded: ties within groups
+    group[[0, 9]] = np.nan
+    found = _leave_one_out_residuals(values, group)
+    for i, (value, g) in enumerate(zip(values, group)):
+        members = np.flatnonzero(group == g)
+        if np.isnan(g) or len(members) < 3:
+            assert np.isnan(found[i])
+        else:
+            assert found[i] == value - np.median(values[members[members != i]])
+    assert np.isfinite(found).sum() > 40
