@@ -93,7 +93,7 @@ def blocks_for_margin(sd: float, margin: float, alpha: float, power: float = POW
 def label_chances(decide: Labeller, log_ratio: float, sd: float, n: int,
                   confidence: float, between: float = 0.0, draws: int = AGREEMENT_DRAWS,
                   seed: int = AGREEMENT_SEED) -> dict[str, float]:
-    """The chance of each label a run of n blocks gives, from `decide(low, high)`.
+    """The chance of each label a run of n blocks gives, from the rule `decide` (`verdicts.labeller`).
 
     The paired t's own model (see `intervals`): the run's mean log ratio is normal about
     `log_ratio` with variance sd^2 / n + between^2 (`between`: the spread of run means that
