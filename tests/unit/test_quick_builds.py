@@ -1991,3 +1991,39 @@ def test_in_a_slow_hour_mysqls_added_rounds_buy_its_c2_width_and_verdicts():
         first_look.main(["--builds", "DR", "--rounds", "10", "--budget", "100"])
     with pytest.raises(SystemExit):
         first_look.main(["--builds", "DR", "--rounds", "0"])
+
+
+# 2026-12-01 22:32, the AMD EPYC of family 25, model 17 again (CF-CO, 2026-11-28), a clean clone of
+# ed4dbb1 (the analysis' group sums in numpy; the measured design of DQ), nothing beside it. 29-34% of
+# C2's scans fast: `make report` took 14 m 33 s of runs. data/README.md, "Family 25 model 17 again".
+COMMITS |= {"DT": "ed4dbb1dc987c360abcd93a0441934444855ff34"}
+MODEL_17 = ["CF", "CG", "CH", "CI", "CJ", "CK", "CL", "CM", "CN", "CO"]
+
+
+def test_three_days_later_on_model_17_every_width_holds_and_only_the_edge_comparison_differs():
+    # against each of CF-CO, 17 or 18 of 18 verdicts alike: the one that differs is MariaDB's
+    # utf8mb4_general / utf8mb3 on its 1.05 edge (DT 1.060 [1.044, 1.076] inconclusive, as CH and CI
+    # read it; the other eight "contradicted: higher than 1.05"); C2's main comparison within 2.4%
+    # of every one of them, but MariaDB's unicode / general read 1.112, 3.1-4.3% from five of them
+    for _, _, manifest in _made_by(["DT"]):
+        cpu = manifest["provenance"]["host"]["cpu"]
+        assert (cpu["vendor"], cpu["family"], cpu["model"]) == ("AuthenticAMD", "25", "17")
+    tables = _tables([*MODEL_17, "DT"])
+    dt = tables["DT"]
+    main = dt.query("comparison == 'uca_ai_vs_utf8mb3'").set_index("target")
+    assert main["estimate"].round(3).to_dict() == {"mariadb": 1.117, "mysql": 1.846}
+    assert main["half_width"].round(3).to_dict() == {"mariadb": 0.017, "mysql": 0.027}
+    assert round(dt.query("claim == 'C1'")["half_width"].max(), 3) == 0.027
+    assert dt.query("claim == 'C2'").groupby("target")["fast_share"].min().round(2).to_dict() == {
+        "mariadb": 0.29, "mysql": 0.33}
+    pairs = bench_module("precision").builds_agreement(tables)
+    with_dt = pairs[pairs["builds"].str.endswith("vs DT")].set_index("builds")
+    assert with_dt["same_verdict"].to_dict() == {f"{b} vs DT": 18 if b in ("CH", "CI") else 17 for b in MODEL_17}
+    assert set(with_dt["c2_over_3pct"]) == {"-", "unicode_vs_general mariadb 4.3%", "unicode_vs_general mariadb 3.7%",
+                                           "unicode_vs_general mariadb 3.6%", "unicode_vs_general mariadb 3.1%"}
+    verdicts = pd.DataFrame({name: t.set_index(["claim", "comparison", "target"])["verdict"]
+                             for name, t in tables.items()})
+    differ = verdicts[verdicts.nunique(axis=1) > 1]
+    assert list(differ.index) == [("C2", "utf8mb4_general_vs_utf8mb3", "mariadb")]
+    assert differ.iloc[0].to_dict() == {b: "inconclusive" if b in ("CH", "CI", "DT") else "contradicted"
+                                        for b in [*MODEL_17, "DT"]}
