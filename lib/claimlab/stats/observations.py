@@ -158,7 +158,8 @@ def block_log_ratios(base: pd.DataFrame, treat: pd.DataFrame, strata: list[str],
     # numbered alike), then sums per group with bincount: the pandas groupbys this replaces cost
     # a millisecond each whatever the rows, and an analysis makes thousands of them.
     rows = pd.concat([side[rounds] for side in sides], ignore_index=True)
-    codes = [rows.groupby(columns, sort=True).ngroup().to_numpy() for columns in (list(BLOCK_KEYS), keys, rounds)]
+    groups = [rows.groupby(columns, sort=True) for columns in (list(BLOCK_KEYS), keys, rounds)]
+    codes = [group.ngroup().to_numpy() for group in groups]
     kept = ~np.isnan(codes[2])                   # a key left empty belongs to no group (as in groupby)
     block, stratum, round_ = (np.where(kept, code, 0).astype(np.intp) for code in codes)
     log = np.concatenate([side["_log"].to_numpy(dtype=float) for side in sides])
@@ -203,7 +204,7 @@ def block_log_ratios(base: pd.DataFrame, treat: pd.DataFrame, strata: list[str],
             "n_pairs": np.bincount(blocks_of, np.where(by_rounds, n_pairs, 0)[used], n_blocks).astype(np.int64),
             "unmatched": np.bincount(blocks_of, np.where(by_rounds, unmatched, 0)[used], n_blocks).astype(np.int64),
             "baseline_log": np.bincount(blocks_of, side_mean[0][used], n_blocks) / count})[present]
-    names = rows.groupby(list(BLOCK_KEYS), sort=True).size().index.to_frame(index=False)
+    names = groups[0].size().index.to_frame(index=False)   # the blocks, in the order of their codes
     out = pd.concat([names[present].reset_index(drop=True), out.reset_index(drop=True)], axis=1)
     out["outside_band"] = [outside.get((run, rep), 0) for run, rep in zip(out["run_id"], out["repetition"])]
     return out
