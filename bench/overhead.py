@@ -112,7 +112,7 @@ def main(argv=None) -> int:
 
 
 def per_claim(table: pd.DataFrame) -> pd.DataFrame:
-    """A claim's overhead: its runs' wall and measured times summed (issue 12 asks <= 25% of each
+    """A claim's overhead: its runs' wall and measured times summed (the goal is <= 25% of each
     claim's wall time; a claim runs once per server)."""
     out = table.groupby(["experiment", "profile"], as_index=False).agg(
         wall_s=("wall_s", "sum"), measured_s=("measured_s", "sum"), runs=("run_id", "size"))

@@ -119,15 +119,6 @@ def write_params(tmp_path):
     return write
 
 
-def bench_module(name: str):
-    """A script of bench/ as a module, to call its functions on stored runs (bench/ is no package)."""
-    import importlib.util
-    spec = importlib.util.spec_from_file_location(name, ROOT / "bench" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def run_cli(*args: str, cwd: Path = ROOT, env: dict | None = None, timeout: float = 300):
     return subprocess.run([sys.executable, "-m", "claimlab.cli", *args], cwd=cwd, capture_output=True,
                           text=True, timeout=timeout, env={**os.environ, **(env or {})},

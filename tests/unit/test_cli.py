@@ -18,7 +18,7 @@ from claimlab import params as params_mod
 from claimlab.errors import ClaimlabError
 from conftest import ROOT
 
-SHIPPED_C1 = "20261122T204412Z-581ff0"
+SHIPPED_C1 = report.published_runs(ROOT)["charset_mismatch"][0]
 
 
 def test_exclude_contention_says_what_it_left_out_and_why_not_tested(tmp_path, monkeypatch, capsys):
@@ -119,15 +119,18 @@ def test_a_directory_a_command_writes_to_is_checked_before_anything_starts(tmp_p
     assert capsys.readouterr().err.startswith(f"claimlab: error: no run '{SHIPPED_C1}' under /proc/claimlab")
 
 
-def test_analyze_says_how_to_settle_a_verdict_near_an_edge(capsys):
-    # Build CL's MariaDB C2 run: utf8mb4_general/utf8mb3 1.058 [1.052, 1.064] against 1.05; seven
-    # such runs analysed together decide it (tests/unit/test_quick_builds.py)
-    run_id = "20261128T062138Z-dd0a72"
-    assert cli.main(["analyze", run_id]) == 0
-    (line,) = [line for line in capsys.readouterr().out.splitlines() if "near an edge:" in line]
-    assert line.startswith("  near an edge: C2 utf8mb4_general vs utf8mb3 on MariaDB 10.11.19 reads "
-                           "“contradicted: higher than 1.05”")
-    assert "claimlab run collation_cost --target mariadb" in line
+def test_analyze_says_how_to_settle_a_verdict_near_an_edge(capsys, tmp_path):
+    # every comparison the analysis marks near an edge gets one line naming the command to rerun it
+    published = report.published_runs(ROOT)
+    runs = [*published["collation_cost"], *published["binlog_default"]]
+    assert cli.main(["analyze", *runs, "--table", str(tmp_path / "table.csv")]) == 0
+    lines = [line for line in capsys.readouterr().out.splitlines() if "near an edge:" in line]
+    table = pd.read_csv(tmp_path / "table.csv", keep_default_na=False)
+    marked = table[table["edge_label"] != ""]
+    assert len(lines) == len(marked) > 0
+    for line, row in zip(lines, marked.itertuples()):
+        assert line.startswith(f"  near an edge: {row.claim} "), line
+        assert f"claimlab run {row.experiment} --target {row.target}" in line
 
 
 def test_a_run_named_twice_is_analysed_once(capsys):

@@ -491,7 +491,7 @@ def test_several_runs_are_the_top_level():
     row = stats.analyze(results, CLAIMS["C4"]).iloc[0]
     assert (row["n_runs"], row["n_blocks"]) == (3, 24)
     assert "t interval over 3 runs (df 2, ratio per block " in row["verdict_note"]
-    spread = stats.run_spread(results, CLAIMS["C4"])
+    spread = stats.between_runs(results, CLAIMS["C4"])[0]
     assert list(spread.columns) == list(stats.SPREAD_COLUMNS) and spread["n_runs"].iloc[0] == 3
     levels = stats.run_levels(results, CLAIMS["C4"])
     assert list(levels.columns) == list(stats.RUN_COLUMNS) and list(levels["run_id"]) == ["run1", "run2", "run3"]
@@ -543,14 +543,14 @@ def test_the_runs_spread_says_each_runs_baseline_level_and_whether_the_estimates
         run = c4_results(ratio=2.0 + 0.5 * (speed - 1.0), seed=number,
                          noise=Noise(between_sd=0.002, within_sd=0.002, interaction_sd=0.0))
         runs.append(run.assign(run_id=f"run{number}", value=run["value"] * speed))
-    spread = stats.run_spread(pd.concat(runs), CLAIMS["C4"]).iloc[0]
+    spread = stats.between_runs(pd.concat(runs), CLAIMS["C4"])[0].iloc[0]
     assert spread["baseline"] == "binlog=off insert_loop/elapsed_s"
     levels = stats.run_levels(pd.concat(runs), CLAIMS["C4"])
     assert set(levels["baseline"]) == {spread["baseline"]}
     base = [float(np.exp(np.log(r.loc[r["condition"] == "binlog=off", "value"]).mean())) for r in runs]
     assert list(levels["baseline_level"]) == pytest.approx(base, rel=1e-9)
     assert spread["baseline_corr"] > 0.95
-    assert math.isnan(stats.run_spread(pd.concat(runs[:2]), CLAIMS["C4"]).iloc[0]["baseline_corr"])
+    assert math.isnan(stats.between_runs(pd.concat(runs[:2]), CLAIMS["C4"])[0].iloc[0]["baseline_corr"])
 
 
 def test_families_split_alpha_and_a_missing_p_value_stays_in_the_family():

@@ -158,13 +158,15 @@ def test_server_variables_are_inside_the_checksums(store):
         read_results(store.path)
 
 
+# The one format-1 run kept as a fixture (format 1 did not checksum variables/): old runs stay readable.
+FORMAT_1_RUN = "20261122T082956Z-4c9448"
+
+
 def test_format_1_runs_stay_readable():
     from conftest import ROOT
-    runs = sorted((ROOT / "data" / "raw").glob("*/*/manifest.json"))
-    assert runs, "the shipped v1 runs are missing"
-    v1 = [m.parent for m in runs if read_manifest(m.parent)["format_version"] == 1]
-    assert v1
-    df = read_results(v1[0])
+    run = find_run(FORMAT_1_RUN, ROOT / "data" / "raw")
+    assert read_manifest(run)["format_version"] == 1
+    df = read_results(run)
     assert len(df) > 0 and df.attrs["run_state"]["verified"]
 
 

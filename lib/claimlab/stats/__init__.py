@@ -12,8 +12,8 @@ metric), no I/O except `stop_callback`, no plotting. One module per concern:
 - `speed`: the speed witness (slow-state flags from the probes);
 - `selection`: which rows make a comparison, and the exclusion policy;
 - `sequential`: group-sequential stopping on every path (`should_stop`, `stop_callback`);
-- `analysis`: the verdict table (`analyze`), between-run spread (`run_spread`) and each run's
-  estimate beside the machine's speed in it (`run_levels`; both in one pass: `between_runs`);
+- `analysis`: the verdict table (`analyze`), between-run spread (`between_runs`) and each run's
+  estimate beside the machine's speed in it (`run_levels`);
 - `costs`: per-operation costs; `diagnostics`: drift, warm-up, outliers.
 """
 
@@ -26,7 +26,6 @@ from .analysis import (
                     analyze,
                     between_runs,
                     run_levels,
-                    run_spread,
                     summary_line,
 )
 from .costs import COST_METRICS, cost_table, mean_interval, per_operation
@@ -75,7 +74,7 @@ __all__ = [
     "holm", "label_chances", "Labeller", "labeller", "log_ratio", "mean_interval", "minimal_detectable_effect",
     "obrien_fleming_spending",
     "outlier_rule", "paired_power", "per_operation", "prepare", "ratio_interval",
-    "repeated_interval", "run_components", "run_levels", "run_spread", "sequential_alpha", "sequential_label_chances",
+    "repeated_interval", "run_components", "run_levels", "sequential_alpha", "sequential_label_chances",
     "design_label_chances",
     "sequential_look", "SimulatedRuns", "simulate_sequential",
     "should_stop", "slow_probe_sides", "slow_probes", "stop_callback", "stopping_for", "speed_flags", "summary_line",

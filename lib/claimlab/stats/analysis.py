@@ -3,7 +3,7 @@
 `analyze` pairs each comparison's sides in blocks (`observations`), summarizes the block log
 ratios over runs (`intervals`), sizes the interval for the claim's declared multiplicity family
 and, when the run stopped sequentially, for the level its stopping rule left (`sequential`),
-and reads the verdict off that interval (`verdicts`). `run_spread` says whether runs agree.
+and reads the verdict off that interval (`verdicts`). `between_runs` says whether runs agree.
 """
 
 from __future__ import annotations
@@ -91,34 +91,27 @@ def analyze(results: pd.DataFrame, claim: Claim, *, confidence: float = 0.95,
     return pd.DataFrame(rows, columns=list(TABLE_COLUMNS))
 
 
-def run_spread(results: pd.DataFrame, claim: Claim, *, include_contention: bool = True,
-               normal_only: bool = False) -> pd.DataFrame:
-    """Between-run against within-run spread of each comparison's block log ratios.
-
-    between_run_sd and within_run_sd are log-scale standard deviations (about relative ones);
-    between_share is the between-run share of a block's variance; p_runs_differ is the one-way
-    ANOVA F test that the runs' true ratios are equal (see `intervals.run_components`).
-    baseline_corr, with three runs or more, is the Pearson correlation over runs of the log
-    estimate with the log baseline level (`run_levels`): whether the runs' spread follows the
-    machine's state (on one vCPU C1's faster runs read the larger effect, data/README.md, "What
-    the hour does to C1's ratio"). A description, not a test.
-    """
-    return between_runs(results, claim, include_contention=include_contention, normal_only=normal_only)[0]
-
-
 def run_levels(results: pd.DataFrame, claim: Claim, *, include_contention: bool = True,
                normal_only: bool = False) -> pd.DataFrame:
     """Each run's estimate of each comparison (the geometric mean of its blocks' ratios) beside
     its baseline level (the geometric mean of its blocks' baseline, in the comparison's metric):
-    the machine's speed in that run, against which `run_spread`'s baseline_corr reads the
+    the machine's speed in that run, against which `between_runs`' baseline_corr reads the
     estimates. One row per comparison, server and run; numbers, formatted by whoever shows them."""
     return between_runs(results, claim, include_contention=include_contention, normal_only=normal_only)[1]
 
 
 def between_runs(results: pd.DataFrame, claim: Claim, *, include_contention: bool = True,
                  normal_only: bool = False) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """`run_spread` and `run_levels` from one pass over the comparison groups, for a caller that
-    shows both: building the groups is nearly all of the work (about 1.4 s for sixteen C2 runs)."""
+    """Between-run against within-run spread of each comparison's block log ratios, and
+    `run_levels`, from one pass over the comparison groups (building them is nearly all the work).
+
+    between_run_sd and within_run_sd are log-scale standard deviations (about relative ones);
+    between_share is the between-run share of a block's variance; p_runs_differ is the one-way
+    ANOVA F test that the runs' true ratios are equal (see `intervals.run_components`).
+    baseline_corr, with three runs or more, is the Pearson correlation over runs of the log
+    estimate with the log baseline level: whether the runs' spread follows the machine's state.
+    A description, not a test.
+    """
     policy = Policy(include_contention=include_contention, normal_only=normal_only)
     spread, levels = [], []
     for group in comparison_groups(results, claim, policy):
