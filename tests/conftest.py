@@ -36,7 +36,7 @@ if _DATADIRS:
     os.environ["CLAIMLAB_DATADIRS"] = _DATADIRS
 
 
-# The suite's data directories peaked at 6.4 GB in the system temporary directory (2026-11-29, a
+# The suite's data directories peaked at 6.4 GB in the system temporary directory (a
 # clean clone's `make test`, df sampled each second); CI once failed with 6 GB free before the
 # clone. Said in the header, so that a failure for want of disk is read as such.
 SUITE_DISK_BYTES = 7 << 30

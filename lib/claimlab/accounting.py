@@ -36,7 +36,7 @@ from .store import Metric
 QUIET_WINDOW_S = 0.3
 MAX_OTHER_CPU_CORES = 0.5
 MAX_OTHER_DISK_BYTES_S = 4 * 1024 * 1024
-QUIET_WAIT_S = 0.5   # bounded: on a shared machine a longer wait rarely ends quiet (issue 12)
+QUIET_WAIT_S = 0.5   # bounded: on a shared machine a longer wait rarely ends quiet
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ FORMAT = 1                       # bump when what a key covers changes
 # innodb_redo_log_capacity / 32 each: 496 MB of C2's 835 MB at 512M) and makes any that are missing
 # at its start, allocated in full, as its initialisation did. Left out of the copies, a start
 # copies 0.1-0.2 s instead of 0.4-2.2 s; the disk writes the same either way, the zeros cost only
-# the copy's time (data/README.md, build BV; tests/integration/test_mysql.py).
+# the copy's time (tests/integration/test_mysql.py).
 _SPARE_REDO = shutil.ignore_patterns("#ib_redo*_tmp")
 
 

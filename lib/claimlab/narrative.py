@@ -308,11 +308,10 @@ def edge_lines(rows) -> list[str]:
     """One line per comparison left near a decision edge, saying how to settle it: what
     `claimlab report` and `claimlab analyze` print. A single run gets the rule of thumb: several
     runs analysed together have runs as their units (df = runs - 1), so two read wider than one;
-    four or more narrow it (on the family-25 host, MariaDB's utf8mb4_general/utf8mb3 at 1.06
-    against 1.05: decided by 3 of 21 pairs of its runs, 27 of 35 fours, 21 of 21 fives;
-    data/README.md, "A third host"), and where the runs themselves differ by the hour, more (on
-    model 167 the same comparison at 1.04: 10 of 40 random fours, 40 of 40 eights; "The edge
-    comparisons, runs as the top level"). Runs already together get their own count
+    four or more narrow it (MariaDB's utf8mb4_general/utf8mb3 at 1.06 against 1.05 on one host:
+    decided by 3 of 21 pairs of its runs, 27 of 35 fours, 21 of 21 fives), and where the runs
+    themselves differ by the hour, more (the same comparison at 1.04 on another host: 10 of 40
+    random fours, 40 of 40 eights). Runs already together get their own count
     (`runs_to_settle`), or none when their spread says they already read alike."""
     lines = []
     for r in rows:

@@ -13,7 +13,7 @@ statement costs.
   server's other threads: their timed wake-ups (page cleaner, purge, MySQL's log writers) fall into
   the window at random and made all-thread totals differ by up to 65% between repeats. A scan's
   own count repeats to ~0.05%; a MySQL insert loop's to 0.3-3.8%, falling run by run while the
-  tablespace still grows (all threads: 0.7-11%; measured 2026-11-28).
+  tablespace still grows (all threads: 0.7-11%).
 
 The OS package's mariadbd and Debian's mysqld have no debug symbols, only their exported ones
 (~29k and ~35k functions): perf frames are named through claimlab.symbols (`names_for`), what

@@ -63,7 +63,7 @@ def loadavg() -> list[float]:
 
 def cpu_facts(cpuinfo: str) -> dict:
     """The processor's identity from /proc/cpuinfo (its first processor). A VM's model name can
-    hide the generation ("AMD EPYC" on both hosts of 2026-11-25, whose scans differed by up to
+    hide the generation ("AMD EPYC" on two hosts whose scans differed by up to
     1.4x and whose collation ratios differed by 25%); family, model and stepping do not, and a hash
     of the feature flags tells instruction-set differences (e.g. AVX-512) apart."""
     fields: dict[str, str] = {}
@@ -83,7 +83,7 @@ def cpu_facts(cpuinfo: str) -> dict:
 
 def cpu_label(host: dict) -> str:
     """A run's processor in words, e.g. "AMD EPYC (AuthenticAMD family 26 model 2 stepping 1)";
-    runs recorded before the family was (2026-11-25) say so."""
+    runs recorded before the family was say so."""
     cpu = host.get("cpu") or {}
     if not cpu.get("family"):
         return f"{host.get('cpu_model') or 'an unknown CPU'} (family not recorded)"

@@ -386,8 +386,8 @@ def analyze_runs(run_ids: Iterable[str], data_root: Path | None = None, *, accep
 
 def _hardware_note(paths: list[Path]) -> tuple[str, ...]:
     """A note when one claim's runs ran on different processors: their spread then includes the
-    hardware's (a ratio can differ by host: C2 on MySQL 1.82 on the host of 2026-11-23/25 and 1.45
-    on a family-26 EPYC), and runs analysed together widen the interval by it."""
+    hardware's (a time ratio can differ by processor: C2 on MySQL read 1.82 on one AMD EPYC and
+    1.45 on another), and runs analysed together widen the interval by it."""
     cpus: dict[str, list[str]] = {}
     for path in paths:
         cpus.setdefault(cpu_label(read_manifest(path)["provenance"]["host"]), []).append(path.name)
@@ -529,8 +529,8 @@ EVIDENCE_WORDS = {"collation_cost": "share in the comparison", "binlog_default":
 
 def evidence_table(ev, experiment: str) -> str:
     """The evidence summary of a run as an HTML table, with the instruction counts of the
-    statement's own thread beside those of all server threads (runs profiled before 2026-11-28
-    have only the latter)."""
+    statement's own thread beside those of all server threads (runs profiled before threads were
+    counted apart have only the latter)."""
     return narrative.table_html(
         ev.summary(EVIDENCE_PATTERNS.get(experiment, ".")),
         formats={"named_share": narrative.percent, "share_matching": narrative.percent,

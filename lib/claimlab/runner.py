@@ -609,8 +609,8 @@ def _draw(ctx: _Context, unit: Unit, attempt: int) -> list:
 def _draw_ahead(ctx: _Context, unit: Unit) -> None:
     """The next unit's copies, drawn while the last unit's servers shut down and before the next
     sequential look starts: a copy is Python work, which a look's thread slows several-fold (C2 on
-    MariaDB, 2026-11-26 14:20: mariadbd's copies took 0.04-0.09 s in the twelve units before the
-    first look, 0.16-0.49 s in the 24 beside one)."""
+    MariaDB: mariadbd's copies took 0.04-0.09 s in the twelve units before the first look,
+    0.16-0.49 s in the 24 beside one)."""
     attempt = ctx.store.starts().get(unit.seq, 0) + 1
     ctx.drawn = (unit.seq, attempt, _draw(ctx, unit, attempt))
 
@@ -827,8 +827,8 @@ def _warm_up(calls: list[tuple[list, Callable[..., dict]]], side_by_side: bool =
     thread each: nothing is measured yet, and a unit of several servers then waits for the
     slowest one's warm-up, not for their sum). Returns each call's seconds. Not `side_by_side`
     when those calibrate the speed probe: calls side by side share the two CPUs and take longer,
-    and a probe sized from them came out up to twice as long (build AJ: C2 on MySQL, C3 and C4 at
-    2.2-4.1% of measured time against 1.6-2.4% in AI); then the calls run one at a time in the
+    and a probe sized from them came out up to twice as long (C2 on MySQL, C3 and C4 at 2.2-4.1%
+    of measured time against 1.6-2.4%); then the calls run one at a time in the
     recorded round order, as the rounds after them do."""
     def run(server_calls: list) -> list[float]:
         seconds = []

@@ -103,8 +103,8 @@ class FastRounds:
     `max_iterations` rounds.
 
     Why: a comparison with `statistic: near_min` reads each side's fast-state values only, and
-    on a host whose slow state is the usual one (the Intel host of 2026-11-26: 60-80% of MySQL's
-    C2 scans slow) a start of ten rounds often has none on one side and drops out of the
+    on a host whose slow state is the usual one (on one Intel host 60-80% of MySQL's C2 scans
+    were slow) a start of ten rounds often has none on one side and drops out of the
     comparison, or has one, which sets its ratio alone. The rule looks at which values were fast,
     never at their size within the band, and always adds whole rounds of every condition, so it
     favours no side: the simulated A/A rate and coverage stay nominal under it
@@ -162,7 +162,7 @@ class FastRounds:
 
     def another(self, rounds: int, values: Mapping[tuple, Sequence[float]], levels: Mapping) -> bool:
         """Whether a unit measured whole over `rounds` rounds gets one more: under the cap and
-        `short` (the runner asks this after its `iterations` rounds; bench/fast_rounds.py replays it)."""
+        `short` (the runner asks this after its `iterations` rounds; the simulations replay it)."""
         return rounds < self.max_iterations and self.short(values, levels)
 
 
@@ -173,8 +173,8 @@ class TimedRounds:
     more measurements, and where it is slow, nothing is added.
 
     Why: MySQL's C2 run pays 4.5-6.5 s per block of two starts before it measures anything. On
-    the AMD host of 2026-11-27 its ten rounds of scans took 5.1 s a start and that cost was a
-    quarter of its wall time (bench/overhead.py), while on the Intel host of 2026-11-26 the same
+    one AMD host its ten rounds of scans took 5.1 s a start and that cost was a quarter of its
+    wall time (bench/overhead.py), while on an Intel host the same
     ten rounds took 12-17 s, and more rounds there would only lengthen `make report`. The rule
     reads the time of whole rounds of every condition, never a value of one condition against
     another, so it favours no side (the simulated A/A rate and coverage: tests/unit/test_simulation.py).

@@ -29,9 +29,9 @@ def target_seconds(warmup_s: list[float]) -> float:
     a round trip on the Unix socket, and a probe of C2's 30 ms scans costs it 3.5%, not the 5% of
     a 1.5 ms floor). The median, not the fastest call, though a warm-up call is a table's first
     read in its start and MySQL's C2 probe costs it 2.8-4.5% of the measured time that way: sized
-    from the fastest (build DG), C3's MySQL probe was 1.5 ms, its probes before a measurement
-    took 1.5-7.1 ms (after: 1.5-4.6), and 31-38% of C3's MySQL measurements were flagged slow
-    (0-1% with the median's 4 ms in DF)."""
+    from the fastest, C3's MySQL probe was 1.5 ms, its probes before a measurement took 1.5-7.1 ms
+    (after: 1.5-4.6), and 31-38% of C3's MySQL measurements were flagged slow (0-1% with the
+    median's 4 ms)."""
     calls = [t for t in warmup_s if t > 0]
     if not calls:
         return DEFAULT_S

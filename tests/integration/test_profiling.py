@@ -35,7 +35,7 @@ def test_callgrind_counts_of_the_statements_thread_repeat_within_a_tenth_of_a_pe
                                           scan, "uca1400", tmp_path / "cg", repeats=3)
     assert len(counts.counts) == len(counts.own) == 3
     # The statement's own thread repeats to ~0.05%; background threads' wake-ups (60k instructions,
-    # 1.2% of this scan, in a CI run of 2026-11-28) add to the all-thread counts only.
+    # 1.2% of this scan in one CI run) add to the all-thread counts only.
     assert counts.own_spread < 0.001, counts.own
     assert all(own <= total for own, total in zip(counts.own, counts.counts))
     assert counts.own_per_row > 100   # a UCA comparison per row is hundreds of instructions

@@ -257,7 +257,7 @@ def test_sequential_design_stops_when_the_claim_is_decided(tmp_path, write_param
 
 def test_a_target_with_a_fixed_design_of_its_own_runs_it_whole_without_looks(tmp_path, write_params, mariadbd):
     """`claimlab run --target other`: the design is the target's (`design_for`), and so is the
-    stopping rule. Until 2026-11-26 the command took the callback from the default target's
+    stopping rule. Before, the command took the callback from the default target's
     sequential design, and the runner looked after every block of the fixed one (C2 on MySQL
     was looked at with MariaDB's rule; a file of another name stopped after one block)."""
     two = EXP.format(rows=50, iterations=2).replace(

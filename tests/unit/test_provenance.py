@@ -51,7 +51,7 @@ def _copy_run(run_id: str, dest, cpu: dict | None):
     shutil.copytree(source, target)
     manifest = json.loads((target / "manifest.json").read_text())
     if cpu is None:
-        manifest["provenance"]["host"].pop("cpu", None)   # as runs made before 2026-11-25 19:30
+        manifest["provenance"]["host"].pop("cpu", None)   # as runs made before the family was recorded
     else:
         manifest["provenance"]["host"]["cpu"] = cpu
     (target / "manifest.json").write_text(json.dumps(manifest))

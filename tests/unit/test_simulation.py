@@ -137,7 +137,7 @@ def test_the_fast_state_statistic_keeps_the_slow_state_out_of_the_interval():
     assert width["near_min"] < width[False] / 3, width
 
 
-# The Intel host of 2026-11-26: a start's fastest C2 scan 8-20% above the run's fastest (log SD
+# As on one Intel host: a start's fastest C2 scan 8-20% above the run's fastest (log SD
 # of the starts' levels about 5%), most scans in the slow state, for stretches longer than a start.
 STARTS_APART = Noise(between_sd=0.06)
 LONG_SLOW = SlowState(share=0.7, mean_length=40, factor=2.0)
@@ -166,7 +166,7 @@ def test_the_gate_keeps_starts_spent_in_the_slow_state_out():
     assert np.isnan(blocks[~sim.slow.any(axis=(-2, -1))]).mean() == 0
 
 
-# The Intel host of 2026-11-26: 60-80% of MySQL's C2 scans slow (about 1.75x), in stretches of
+# As on one Intel host: 60-80% of MySQL's C2 scans slow (about 1.75x), in stretches of
 # several scans. C2's quick MySQL design: ten rounds a start, more until three fast-state values.
 MOSTLY_SLOW = SlowState(share=0.7, mean_length=8, factor=1.75)
 UNTIL_FAST = FastRounds(metric="elapsed_s", count=3, max_iterations=20)
@@ -228,7 +228,7 @@ def test_the_simulated_rule_decides_as_the_runner_does():
     assert used.min() == 3 and used.max() > 3
 
 
-# C2's MySQL design on the AMD host of 2026-11-27, two conditions for its four: rounds of 0.52 s a
+# C2's MySQL design as on one AMD host, two conditions for its four: rounds of 0.52 s a
 # start in the fast state, ten at least, more until seven seconds, at most fourteen; a start in the
 # slow state stops at ten.
 UNTIL_TIMED = TimedRounds(seconds=7.0, max_iterations=14)

@@ -368,7 +368,7 @@ def _slow_truth(results):
 
 
 def test_idle_time_flags_a_busy_workloads_slow_state_that_its_probes_miss():
-    # the Intel host of 2026-11-29: C1's QPS fell with the busy share while every probe stayed normal
+    # as seen on one Intel host: C1's QPS fell with the busy share while every probe stayed normal
     options = dict(claim="C1", n_blocks=10, n_iterations=4, paired=True, seed=7,
                    slow=SlowState(share=0.3, mean_length=3))
     comparison = CLAIMS["C1"].comparisons[0]
@@ -745,7 +745,7 @@ def test_each_run_is_analysed_at_its_own_designs_level():
 
 
 def test_a_precision_target_stops_a_claims_runs_no_later_and_a_near_edge_comparison_keeps_them_going():
-    # C2's three comparisons at the Intel builds' levels (main far from any edge, the other two
+    # C2's three comparisons at the levels an Intel host read (main far from any edge, the other two
     # near 1.05), block SD 3%: what params/collation_cost.yaml cites for its MariaDB rule
     comparisons = CLAIMS["C2"].comparisons
     levels = [math.log(1.125), math.log(1.039), math.log(1.065)]

@@ -8,7 +8,7 @@ from claimlab import witness
 
 
 def test_the_probe_is_sized_from_the_warm_up_calls_median_not_the_fastest():
-    # C3's MySQL warm-up in build DG (2026-11-29 17:54): one call per condition, the conditions 3x
+    # a C3 MySQL warm-up as measured: one call per condition, the conditions 3x
     # apart. Sized from the fastest (1.5 ms), a few ms of probe spread flagged 31-38% of the run;
     # the median gives 4.4 ms.
     assert witness.target_seconds([0.1451, 0.4408, 0.4639]) == pytest.approx(0.004408)

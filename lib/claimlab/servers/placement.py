@@ -3,8 +3,7 @@
 Why: on these VMs a server binary's page-cache pages keep their physical frames for as long as
 the binary is in use, and are read back onto other frames only after the host's reclaim (DAMON
 pageout of file pages idle for a minute) has evicted them, that is between runs. Some placements
-slow one code path by 7-12% in every server start made on them (data/README.md, "The run-level
-states are placements"). A run that starts all its servers from the page cache therefore carries
+slow one code path by 7-12% in every server start made on them. A run that starts all its servers from the page cache therefore carries
 one placement's state in every block, a run-level term that no interval over blocks covers. A
 fresh copy of the binary per block turns it into a block-level term, which the interval does.
 

@@ -184,8 +184,8 @@ def _row(claim: Claim, group: Group, family_size: int, alpha: float,
     units = "runs" if n_runs >= 2 else "blocks"
     if comparison.statistic != "mean":
         extra.append(f"block statistic: {block_statistic_rule(comparison.statistic)}")
-    # the blocks' spread in the note: a state a whole server start holds (MySQL's code placement,
-    # data/README.md, "Loading is set-up") shows as blocks apart from the rest
+    # the blocks' spread in the note: a state a whole server start holds (MySQL's code placement)
+    # shows as blocks apart from the rest
     block_range = (f", ratio per block {math.exp(blocks['log_ratio'].min()):.3f} to "
                    f"{math.exp(blocks['log_ratio'].max()):.3f}" if len(blocks) >= 2 else "")
     extra.append(f"t interval over {df + 1:.0f} {units} (df {df:.0f}{block_range}); "
@@ -280,9 +280,9 @@ def _rerun_chance(comparison, mean: float, sd: float, n: int, alpha: float, labe
     """The chance that another run of this design reads `label` again (`power.label_chances`;
     for one run of a sequential design, `sequential_label_chances`, which stops as its rule
     does), with this run's estimate and spread in place of the truth: a plug-in, so a verdict
-    on an edge of a fixed design reads about 50%, a firm one about 100%. Against the other builds
-    of its processor (`bench/precision.py --calibration`) it holds on the EPYC hosts and runs well
-    above what the Intel host's builds agreed on (README, "Same on a rerun")."""
+    on an edge of a fixed design reads about 50%, a firm one about 100%. Against repeated runs on
+    one processor it held on two AMD hosts and ran well above what an Intel host's runs agreed
+    on (docs/method.md, "Near an edge, a rerun, and runs to settle")."""
     if n < 2 or not math.isfinite(sd):
         return math.nan
     return design_label_chances(comparison, mean, sd, n, 1 - alpha, rule, family_size).get(label, 0.0)

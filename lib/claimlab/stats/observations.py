@@ -36,9 +36,8 @@ OUTLIER_Z = 3.5
 CONDITION_KEYS = ("run_id", "experiment", "target", "workload", "metric", "condition")
 BLOCK_KEYS = ("run_id", "repetition")
 # A comparison with less than this share of its values in the fast state was measured in a slow
-# hour. On the Intel host of 2026-11-26/27 C2's comparisons kept 17-49% in builds BC-BE and 6-17%
-# in the slow hours of BF, BG and BI, whose main intervals reached +-3.6-4.5% and whose BG MySQL
-# estimate sat 8% from the others (data/README.md, "A slow hour").
+# hour. On one host C2's comparisons kept 17-49% in ordinary hours and 6-17% in slow ones, whose
+# main intervals reached +-3.6-4.5% and one MySQL estimate sat 8% from the others.
 SLOW_HOUR = 0.20
 _DERIVED = ("robust_z", "slow")
 
@@ -219,10 +218,10 @@ def fast_state(logs: pd.Series, groups: pd.DataFrame, starts: pd.DataFrame, stat
 
     Why: on these virtual machines the noise only slows CPU-bound work, by up to about 2x in
     stretches of 0.05 s to minutes that no probe outside the measured work reliably sees
-    (README, "The slow state"); the fastest values are the undisturbed ones (Chen & Revels,
+    (docs/method.md, "What a block contributes"); the fastest values are the undisturbed ones (Chen & Revels,
     "Robust benchmarking in noisy environments", arXiv:1608.04295, 2016), and the fast state's
     own spread is a few percent. The band is drawn from each start's own fastest because starts
-    settle at levels of their own (up to 5-6% apart on the Intel host of 2026-11-26): a band drawn
+    settle at levels of their own (up to 5-6% apart on one Intel host): a band drawn
     from the run's single fastest value cut through the slower starts' fast state, by a run-wide
     amount that their blocks shared, and the interval under-covered (85% at 36 blocks in
     tests/unit/test_simulation.py). The gate keeps a start spent wholly in a slow stretch out,

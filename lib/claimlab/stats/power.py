@@ -7,7 +7,7 @@
   2010, ch. 3): the minimal detectable effect at this run's block count and the blocks needed
   to detect the published ratio, or to show equivalence within the margin.
 - The chance that another run of the same design reads the same (`label_chances`,
-  `agreement_chance`, `blocks_for_agreement`): what "do two quick builds agree?" asks of a
+  `agreement_chance`, `blocks_for_agreement`): what "do two runs agree?" asks of a
   comparison whose ratio lies near a decision edge.
 """
 

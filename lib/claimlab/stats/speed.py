@@ -27,19 +27,19 @@ server version. Why these choices:
 Idle time. A workload that keeps every vCPU busy (C1's sysbench, client and server on two
 vCPUs) sometimes leaves them idle for part of a measurement: its queries wait between the
 client and the server while the probe, one server thread computing, runs at its usual speed.
-On the Intel host of 2026-11-29 (family 6, model 167) C1's QPS fell to 0.55-0.65x in exactly the
+On one Intel host C1's QPS fell to 0.55-0.65x in exactly the
 iterations whose busy share fell from 0.99 to 0.80-0.87, with every probe normal. Over the stored
 C1 runs of both AMD hosts, measurements 3 points under their group's busy share ran 10-14%
 slower on average, and under 3% of the others ran 15% slow; the idle time also moves the ratio
 toward 1 (MariaDB's mismatch / latin1 1-4% higher in flagged iterations there, 7% on that Intel
-host), since the waiting is the same for every level (data/README.md, "A fourth host").
+host), since the waiting is the same for every level.
 Rule: where a group (run, target, server version, condition, workload) keeps the machine busy
 (median `machine_busy_share` >= SATURATED, 0.95), a measurement whose busy share is more than
 BUSY_DROP (0.03, three times the normal state's spread of about 0.01) under that median is
 flagged. Workloads that wait by design (fsyncs, busy shares of 0.1-0.45; a single-threaded scan
 on two vCPUs, 0.44-0.52) have no idle-time witness, and neither has a run confined to one vCPU
-(`design.cpus`, C1 since 2026-11-29: busy about 0.5), where a wake-up is a switch on that vCPU
-and the vCPU stayed 0.99-1.0 busy in every burst of bench/idle_state.py.
+(`design.cpus`, as C1 runs: busy about 0.5), where a wake-up is a switch on that vCPU
+and the vCPU stayed 0.99-1.0 busy in every burst.
 
 The flag never drops a row; `analyze` can use normal-state rows only when asked, and says so.
 """
@@ -93,7 +93,7 @@ def slow_probes(results: pd.DataFrame) -> pd.Series | None:
     """Per measurement (MEASUREMENT_KEYS): how many of its two probes ran slow (0, 1 or 2; NaN
     without a probe value); None for runs without probes. One slow probe of two is what a
     transient between measurements looks like, which is why the count is worth having beside the
-    flag (bench/probe_flags.py)."""
+    flag."""
     sides = slow_probe_sides(results)
     return None if sides is None else sides.sum(axis=1, min_count=1)
 
@@ -102,7 +102,7 @@ def slow_probe_sides(results: pd.DataFrame) -> pd.DataFrame | None:
     """Per measurement (MEASUREMENT_KEYS): whether its probe before and its probe after
     (columns PROBE_METRICS: 1.0 slow, 0.0 normal, NaN not recorded) ran over SLOW_FACTOR x its
     run's lower-quartile probe; None for runs without probes. Which side was slow is what tells a
-    state seen coming from one seen going (bench/probe_flags.py --by side)."""
+    state seen coming from one seen going."""
     keys = _measurement_keys(results)
     probes = results[results["metric"].isin(PROBE_METRICS)]
     if probes.empty:

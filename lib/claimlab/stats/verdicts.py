@@ -52,8 +52,8 @@ import numpy as np
 VERDICTS = ("supported", "contradicted", "inconclusive", "not_tested")
 # How much wider (or narrower) an interval another run could plausibly give: the t interval's
 # width is itself estimated from a handful of blocks (7 df: its half-width's own SD is about a
-# quarter of it), and runs hours apart differ by more than one run's interval says (issue 12:
-# C2 on MariaDB 1.051-1.079 over four runs with half-widths of 0.7-2.3%).
+# quarter of it), and runs hours apart differ by more than one run's interval says (C2 on
+# MariaDB read 1.051-1.079 over four runs with half-widths of 0.7-2.3%).
 EDGE_FACTOR = 1.5
 EDGE_MARK = " (near an edge)"   # after a label, wherever a table prints one near an edge
 
