@@ -6,11 +6,10 @@ PY      := $(VENV)/bin/python
 PROFILE ?= quick
 OS_PACKAGES := mariadb-server sysbench chromium chromium-driver linux-perf valgrind patchelf debian-archive-keyring
 PYTEST_ARGS ?=
-# The suite runs in two worker processes (pytest-xdist), each taking whole modules so that a module's
-# fixtures are built once: its tests mostly start servers and wait on them, and one process used
-# less than one of the two vCPUs (10 minutes against 16 on the Intel host of 2026-11-26).
-# TEST_WORKERS=0 runs it in one process.
-TEST_WORKERS ?= 2
+# The suite runs in three worker processes (pytest-xdist), each taking whole modules so that a
+# module's fixtures are built once: its tests mostly start servers and wait on them, so three
+# workers keep two vCPUs busy. TEST_WORKERS=0 runs it in one process.
+TEST_WORKERS ?= 3
 
 .PHONY: setup os-packages mysql flamegraph-tool report test lint clean help
 

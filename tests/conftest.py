@@ -55,12 +55,14 @@ def pytest_sessionfinish(session, exitstatus):
         shutil.rmtree(_DATADIRS, ignore_errors=True)
 
 
-# The longest modules first, then the tiers. With two workers (Makefile) taking whole modules, a
-# long module that starts late is the suite's tail: measured 2026-11-27 (pytest --durations), the
-# notebook module took 334 s and test_quick_builds 211 s (it re-analyses every shipped build), every
-# other module under 90 s. Started after the integration tier, test_quick_builds made the run take
-# 746 s for about 1,100 s of test time on two workers.
-_LONGEST = ("notebooks/test_reports.py", "unit/test_quick_builds.py")
+# The longest modules first, then the tiers. With three workers (Makefile) each taking whole
+# modules, a long module that starts late is the suite's tail. Measured with pytest --durations:
+# the notebook modules build reports for three to four minutes each (the smoke report on both
+# servers; the re-render of the shipped runs), test_mysql and test_runner take about three
+# minutes of server starts, test_evidence_mysql a minute and a half in one test; every other
+# module takes under a minute.
+_LONGEST = ("notebooks/test_reports.py", "notebooks/test_stored_runs.py", "integration/test_mysql.py",
+            "integration/test_runner.py", "integration/test_evidence_mysql.py")
 _TIER_ORDER = {"notebooks": 0, "integration": 1, "unit": 2}
 
 
@@ -177,3 +179,34 @@ def mysql_launcher(tmp_path_factory, mysql_target):
     data directory instead of initialising their own (about 3 s each)."""
     from claimlab.servers import Launcher
     return Launcher(tmp_path_factory.mktemp("mysql-work"))
+
+
+def notebook_errors(nb_path: Path) -> list[str]:
+    """The errors an executed notebook's outputs hold, as "Name: message"."""
+    import nbformat
+    nb = nbformat.read(nb_path, as_version=4)
+    return [o.get("ename", "") + ": " + o.get("evalue", "") for c in nb.cells if c.cell_type == "code"
+            for o in c.get("outputs", []) if o.output_type == "error"]
+
+
+# Every table, figure and card must fit the page: its right edge within the viewport, and a
+# table not wider than its own box (a cut-off column).
+OVERFLOW_JS = """return Array.from(document.querySelectorAll('table, img, svg, .card, pre')).filter(e => {
+  const r = e.getBoundingClientRect();
+  return r.width > 0 && (r.right > document.documentElement.clientWidth + 1
+                         || (e.tagName === 'TABLE' && e.scrollWidth > e.clientWidth + 1));
+}).map(e => e.tagName + ' ' + Math.round(e.getBoundingClientRect().right) + 'px');"""
+
+
+def headless_browser(profile_dir: Path):
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    options = webdriver.ChromeOptions()
+    options.binary_location = shutil.which("chromium") or "/usr/bin/chromium"
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 f"--user-data-dir={profile_dir}", "--window-size=1280,2000"):
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver_path = shutil.which("chromedriver") or "/usr/bin/chromedriver"
+    return webdriver.Chrome(service=Service(executable_path=driver_path), options=options)

@@ -3,9 +3,10 @@
 Why: on these VMs a server binary's page-cache pages keep their physical frames for as long as
 the binary is in use, and are read back onto other frames only after the host's reclaim (DAMON
 pageout of file pages idle for a minute) has evicted them, that is between runs. Some placements
-slow one code path by 7-12% in every server start made on them. A run that starts all its servers from the page cache therefore carries
-one placement's state in every block, a run-level term that no interval over blocks covers. A
-fresh copy of the binary per block turns it into a block-level term, which the interval does.
+slow one code path by 7-12% in every server start made on them. A run that starts all its
+servers from the page cache therefore carries one placement's state in every block, a run-level
+term that no interval over blocks covers. A fresh copy of the binary per block turns it into a
+block-level term, which the interval does.
 
 The copy lives in tmpfs (`/dev/shm`, or CLAIMLAB_PLACEMENT_DIR): its pages are its own frames,
 not the page cache of the original. It is written page by page in an order drawn from a recorded
