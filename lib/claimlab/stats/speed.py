@@ -18,7 +18,7 @@ server version. Why these choices:
   probe measures the same fixed work.
 - 1.6 lies between the normal state and the slow state (about 2x). The normal state's probes
   are themselves bimodal: a 3-4 ms probe took either about 3.2 or about 4.5 ms (1.4x) on MySQL
-  9.7 in C2 (run 20261123T142639Z-e7717c), a third of them in the upper mode, interleaved probe
+  9.7 in one C2 run, a third of them in the upper mode, interleaved probe
   by probe, so that mode is scheduling, not a slow CPU; a factor of 1.4 flagged 27-38% of that
   run's measurements with no difference in their scan times. 1.6 clears that jitter and is still
   well below 2x.
