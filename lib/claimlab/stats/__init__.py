@@ -60,7 +60,8 @@ from .sequential import (
                     stopping_for,
 )
 from .speed import PROBE_METRICS, SLOW_FACTOR, flagged_share, slow_probe_sides, slow_probes, speed_flags
-from .verdicts import EDGE_FACTOR, EDGE_MARK, VERDICTS, Labeller, Verdict, edge_label, labeller, target_note, verdict
+from .verdicts import (EDGE_FACTOR, EDGE_MARK, VERDICTS, Labeller, Verdict, edge_label, equivalence_band, labeller,
+                       target_note, verdict)
 
 __all__ = [
     "COST_METRICS", "DRIFT_FLAG_P", "EDGE_FACTOR", "EDGE_MARK", "OUTLIER_Z", "POWER", "PROBE_METRICS",
@@ -70,7 +71,8 @@ __all__ = [
     "agreement_chance", "between_runs", "block_log_ratios", "blocks_for_agreement", "blocks_for_margin",
     "blocks_needed",
     "claim_metrics",
-    "comparison_groups", "cost_table", "diagnostics", "edge_label", "flagged_share", "hierarchical_draws",
+    "comparison_groups", "cost_table", "diagnostics", "edge_label", "equivalence_band", "flagged_share",
+    "hierarchical_draws",
     "holm", "label_chances", "Labeller", "labeller", "log_ratio", "mean_interval", "minimal_detectable_effect",
     "obrien_fleming_spending",
     "outlier_rule", "paired_power", "per_operation", "prepare", "ratio_interval",

@@ -77,12 +77,13 @@ def blocks_needed(log_ratio: float, sd: float, alpha: float, power: float = POWE
 
 
 def blocks_for_margin(sd: float, margin: float, alpha: float, power: float = POWER) -> float:
-    """Blocks for the interval of a true ratio 1 to fall within 1 +/- margin with this power.
+    """Blocks for the interval of a true ratio 1 to fall within the band [1 / (1 + margin),
+    1 + margin] (`verdicts.equivalence_band`) with this power.
 
-    The interval's far end |mean| + t * se stays inside log(1 - margin)..log(1 + margin) with the
-    given probability when se <= L / (t + z_{(1+power)/2}) (normal approximation for the mean).
+    The interval's far end |mean| + t * se stays inside +-L = +-log(1 + margin) with the given
+    probability when se <= L / (t + z_{(1+power)/2}) (normal approximation for the mean).
     """
-    bound = min(math.log1p(margin), -math.log1p(-margin))
+    bound = math.log1p(margin)
 
     def enough(n: int) -> bool:
         return sd / math.sqrt(n) * (sps.t.isf(alpha / 2, n - 1) + sps.norm.ppf((1 + power) / 2)) <= bound

@@ -1,31 +1,40 @@
 """The verdict: a monotone function of the interval, the published ratio and the declared margin.
 
 Rules (ratio = treatment / baseline; [lo, hi] its interval at the family's level; m the
-comparison's `equivalence_margin`, the band "no effect" = [1 - m, 1 + m]; P the published ratio):
+comparison's `equivalence_margin`, the band "no effect" = [1 / (1 + m), 1 + m]; P the published
+ratio):
 
 | comparison | interval [lo, hi] | verdict | label |
 |---|---|---|---|
 | effect, claimed higher | lo > 1 + m | supported | "supported, smaller than published" (hi < P), |
 | | | | "supported, larger than published" (lo > P), "supported, as published" |
 | | | | (P inside), "supported (no published size)" (no P) |
-| effect, claimed higher | hi <= 1 + m, P outside | contradicted | "contradicted: opposite direction" (hi < 1 |
-| | | | and lo < 1 - m), else "contradicted: no effect" |
-| effect, claimed lower | hi < 1 - m | supported | as above; smaller than published: lo > P |
-| effect, claimed lower | lo >= 1 - m, P outside | contradicted | "contradicted: opposite direction" (lo > 1 |
-| | | | and hi > 1 + m), else "contradicted: no effect" |
-| effect, two-sided | lo > 1 + m or hi < 1 - m | supported | "supported: higher" / "supported: lower" |
+| effect, claimed higher | hi <= 1 + m, P outside | contradicted | "contradicted: opposite direction" |
+| | | | (hi < 1), else "contradicted: no effect" |
+| effect, claimed lower | hi < 1 / (1 + m) | supported | as above; smaller than published: lo > P |
+| effect, claimed lower | lo >= 1 / (1 + m), P outside | contradicted | "contradicted: opposite direction" |
+| | | | (lo > 1), else "contradicted: no effect" |
+| effect, two-sided | lo > 1 + m or hi < 1 / (1 + m) | supported | "supported: higher" / "supported: lower" |
 | effect, two-sided | within the band | contradicted | "contradicted: no effect" |
 | null (equivalence) | within the band | supported | "supported: no difference within ±5%" (m = 5%) |
-| null (equivalence) | lo > 1 + m or hi < 1 - m | contradicted | "contradicted: higher than 1.05" / "lower than 0.95" |
+| null (equivalence) | lo > 1 + m or hi < 1 / (1 + m) | contradicted | "contradicted: higher than 1.05" / |
+| | | | "lower than 0.9524" |
 | any | anything else, or no interval | inconclusive | "inconclusive", "inconclusive (smaller than |
 | | | | published)" or "(larger than published)" when P lies outside the interval |
 
-"Within the band" means 1 - m <= lo and hi <= 1 + m. A directional effect is decided by the band's
+"Within the band" means 1 / (1 + m) <= lo and hi <= 1 + m. The band is symmetric on the log
+scale, as the interval is (`intervals`): swapping baseline and treatment turns the ratio into
+1 / ratio, the published ratio into 1 / published and the claimed direction into the other,
+and leaves every verdict and label as it was (a band [1 - m, 1 + m] did not: [0.951, 1.049] was
+within it, its swap [0.9533, 1.0515] not; tested on a grid). A directional effect is decided by the band's
 edge on the claimed side only: above it is supported (a minimum-effect test), below it is
 contradicted (an inferiority test against the smallest effect of interest; Lakens, Scheel &
 Isager 2018, below), whatever the interval's other end does. "No effect" then means no effect of
-the claimed kind; "opposite direction" is kept for an interval beyond 1 on the other side and
-not within the band. A published ratio must lie outside the band (`claims.Comparison` checks it
+the claimed kind; "opposite direction" says more, that the interval excludes 1 on the other
+side, and only that: a narrower interval about the same centre still excludes it, so narrowing
+never turns it back into "no effect" (asking the interval also to reach past the band, as an
+earlier rule did, made [0.93, 0.99] "opposite" and the narrower [0.952, 0.967] "no effect").
+A published ratio must lie outside the band (`claims.Comparison` checks it
 at load), so a decided interval never contains it.
 
 Why it has this shape: each decided region is closed under narrowing (a narrower interval
@@ -71,20 +80,26 @@ class Verdict:
             raise ValueError(f"verdict must be one of {VERDICTS}, not {self.word!r}")
 
 
+def equivalence_band(margin: float) -> tuple[float, float]:
+    """The ratios that count as "no difference" at `margin`: [1 / (1 + m), 1 + m], symmetric on
+    the log scale so that the verdict does not depend on which side is the baseline."""
+    return 1 / (1 + margin), 1 + margin
+
+
 def verdict(kind: str, direction: str | None, published: float | None, margin: float,
             low: float, high: float) -> Verdict:
     """Decide one comparison from its interval (see the module's table of rules)."""
     if not (math.isfinite(low) and math.isfinite(high)):
         return Verdict("inconclusive", "inconclusive", "no interval could be computed")
-    band_low, band_high = 1 - margin, 1 + margin
+    band_low, band_high = equivalence_band(margin)
     inside = band_low <= low and high <= band_high
-    band = f"1 ± {margin:g}"
+    band = f"[{band_low:.4g}, {band_high:.4g}]"
     if kind == "null":
         if inside:
             return Verdict("supported", f"supported: no difference within ±{margin:.0%}",
                            f"the interval lies within {band}")
         if low > band_high or high < band_low:
-            way = f"higher than {band_high:g}" if low > band_high else f"lower than {band_low:g}"
+            way = f"higher than {band_high:.4g}" if low > band_high else f"lower than {band_low:.4g}"
             return Verdict("contradicted", f"contradicted: {way}",
                            f"the interval lies entirely outside {band}")
         return Verdict("inconclusive", "inconclusive", f"the interval is neither within nor outside {band}")
@@ -105,7 +120,7 @@ def verdict(kind: str, direction: str | None, published: float | None, margin: f
     edge = band_high if higher else band_low
     short = high <= edge if higher else low >= edge     # no effect of the claimed size
     if short and (published is None or not low <= published <= high):
-        if not inside and ((high < 1) if higher else (low > 1)):
+        if (high < 1) if higher else (low > 1):
             return Verdict("contradicted", "contradicted: opposite direction",
                            f"the interval excludes 1 on the side opposite the claim ({direction})")
         where = f"lies within {band}" if inside else (
@@ -138,7 +153,7 @@ class Labeller:
         same label: `verdict` is asked once per such pattern, a handful among thousands of
         simulated runs, and the answer is exact by construction."""
         low, high = np.asarray(low, dtype=float), np.asarray(high, dtype=float)
-        points = np.array([1 - self.margin, 1.0, 1 + self.margin]
+        points = np.array([*equivalence_band(self.margin), 1.0]
                           + ([] if self.published is None else [self.published]))
         finite = np.isfinite(low) & np.isfinite(high)
         with np.errstate(invalid="ignore"):
@@ -160,7 +175,7 @@ def decided(kind: str, direction: str | None, published: float | None, margin: f
     of thousands of times a claim, where only the word matters. The same regions as `verdict`'s
     rules (the module's table), tested equal to it on a grid and on random intervals."""
     low, high = np.asarray(low, dtype=float), np.asarray(high, dtype=float)
-    band_low, band_high = 1 - margin, 1 + margin
+    band_low, band_high = equivalence_band(margin)
     inside = (band_low <= low) & (high <= band_high)
     beyond = (low > band_high) | (high < band_low)
     if kind == "null" or direction == "two_sided":
