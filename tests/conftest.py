@@ -131,11 +131,10 @@ def run_cli(*args: str, cwd: Path = ROOT, env: dict | None = None, timeout: floa
 def looks_that_go_on(reason):
     """A sequential run's stopping callback that never stops: the server starts each look saw
     (a list it appends to), and the callback, whose reason is `reason(starts)`."""
-    from claimlab.store import read_results
     seen: list[int] = []
 
-    def should_stop(run_path):
-        seen.append(read_results(run_path)["repetition"].nunique())
+    def should_stop(results):
+        seen.append(results["repetition"].nunique())
         return False, reason(seen[-1])
 
     return seen, should_stop

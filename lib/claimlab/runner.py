@@ -2,8 +2,9 @@
 servers started together), load, warm up, measure, store.
 
 The runner owns the order of events and the handling of faults; it computes no statistics. With
-a sequential design the caller passes `should_stop(run_path) -> bool | (bool, reason)`, asked
-after every complete block (in a thread, while the next block's servers start and warm up).
+a sequential design the caller passes `should_stop(results) -> bool | (bool, reason)`, asked
+after every complete block with the run's results so far (read here, in a thread, while the next
+block's servers start and warm up: the statistics do no I/O).
 
 Faults: a server that dies (ServerGone) or does not start (ServerStartError) is retried on a new
 server process, up to `max_attempts` starts per unit; those can pass on a second try. Everything
@@ -68,6 +69,7 @@ from .store import (
     load_manifest,
     now,
     project_root,
+    read_results,
     run_state,
     runs_root,
 )
@@ -163,7 +165,7 @@ def check_resumable(exp: Experiment, manifest: RunManifest, path: Path) -> None:
 
 def run(exp: Experiment, *, data_root: Path | None = None, work_root: Path | None = None,
         resume: str | None = None, progress: bool = True, should_stop=None, log=None) -> RunOutcome:
-    """Measure an experiment's plan (or resume one). `should_stop(run_path)` is asked after every
+    """Measure an experiment's plan (or resume one). `should_stop(results)` is asked after every
     complete block of a sequential design from its `min_blocks` on (no look before can stop it);
     it returns a bool or (bool, reason)."""
     if (exp.design.sequential is None) != (should_stop is None):
@@ -363,22 +365,27 @@ def _at_cap(should_stop, store: RunStore, blocks: int) -> None:
     more (no look follows the last block otherwise), so the record says whether the comparisons
     were decided, still open, or short of the rule's minimum of counted blocks (a fast-state
     statistic counts only the blocks with fast-state values on both sides)."""
-    answer = should_stop(store.path)
+    answer = _look_at(should_stop, store)
     decided, reason = answer if isinstance(answer, tuple) else (bool(answer), None)
     store.event("sequential_cap", blocks=blocks, decided=bool(decided), reason=reason)
 
 
+def _look_at(should_stop, store: RunStore):
+    """`should_stop` asked about the run's results so far, read from results.csv here."""
+    return should_stop(read_results(store.path))
+
+
 class _Look:
-    """A sequential look (`should_stop(run_path)`), taken in a thread while the next block's
+    """A sequential look (`should_stop(results)`), taken in a thread while the next block's
     servers start and warm up, and settled before anything of that block is measured: the
-    callback reads results.csv, to which nothing is appended meanwhile. A look reads and
+    look reads results.csv, to which nothing is appended meanwhile. A look reads and
     analyses the whole run (0.1 s and more), which the block no longer waits for in full; the
     block's start waits a while first (`look_wait`), so a quick "stop" starts nothing unused."""
 
     def __init__(self, should_stop, store: RunStore, blocks_done: int):
         self.store, self.blocks_done = store, blocks_done
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="claimlab-look")
-        self._future = self._pool.submit(should_stop, store.path)
+        self._future = self._pool.submit(_look_at, should_stop, store)
         self._stop: bool | None = None
 
     def answered(self, within: float = 0.0) -> bool:

@@ -275,7 +275,7 @@ def test_a_target_with_a_fixed_design_of_its_own_runs_it_whole_without_looks(tmp
     _assert_one_row_per_measurement(read_results(run_dir), 3 * 2 * 2)
     with pytest.raises(ValueError, match="a stopping callback goes with a sequential design, and only with one"):
         exp = params.with_default_target(params.load(path, "quick"), "other", "--target")
-        runner.run(exp, data_root=tmp_path / "raw", work_root=tmp_path / "work", should_stop=lambda path: True)
+        runner.run(exp, data_root=tmp_path / "raw", work_root=tmp_path / "work", should_stop=lambda results: True)
 
 
 def _sequential(write_params, rule: str):
@@ -307,9 +307,9 @@ def test_a_look_runs_beside_the_next_start_and_sees_complete_blocks_only(tmp_pat
     exp = _sequential(write_params, "{min_blocks: 2, max_blocks: 20, target_rel_width: 0.5}")
     seen = []
 
-    def should_stop(run_path):
+    def should_stop(results):
         time.sleep(0.3)    # longer than a MariaDB start: the next block's server is up before the answer
-        seen.append(sorted(read_results(run_path)["repetition"].unique()))
+        seen.append(sorted(results["repetition"].unique()))
         return len(seen) == 2, "scripted"
 
     outcome = runner.run(exp, data_root=tmp_path / "raw", work_root=tmp_path / "work", progress=False,
@@ -333,7 +333,7 @@ def test_a_look_that_answers_in_time_stops_the_run_before_the_next_block_starts(
     # started beside it for nothing)
     exp = _sequential(write_params, "{min_blocks: 2, max_blocks: 3}")
 
-    def should_stop(run_path):
+    def should_stop(results):
         time.sleep(0.05)
         return True, "scripted"
 

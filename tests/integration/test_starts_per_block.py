@@ -62,7 +62,7 @@ def test_a_sequential_design_looks_after_whole_blocks_and_counts_server_starts(t
     assert [(e["event"], e["blocks"]) for e in events if e["event"].startswith("sequential")] == [
         ("sequential", 4), ("sequential_cap", 6)]
     stopped = runner.run(exp, data_root=tmp_path / "raw", work_root=tmp_path / "work", progress=False,
-                         should_stop=lambda run_path: (True, "decided"))
+                         should_stop=lambda results: (True, "decided"))
     assert stopped.measurements == 4 * 2 * 4     # decided at the first look: two blocks of two starts
 
 

@@ -42,7 +42,7 @@ def test_a_look_answers_in_time_or_not_a_failed_one_is_answered_and_an_interrupt
 
     store = RunStore.create(tmp_path, RunManifest.new(experiment="exp", claim="C2", profile="quick", factors=[]))
     release = threading.Event()
-    look = _Look(lambda path: release.wait(30) and (True, "decided"), store, 4)
+    look = _Look(lambda results: release.wait(30) and (True, "decided"), store, 4)
     assert not look.answered(0.05)
 
     def raise_it(*_):
@@ -57,7 +57,7 @@ def test_a_look_answers_in_time_or_not_a_failed_one_is_answered_and_an_interrupt
         signal.signal(signal.SIGUSR1, previous)
     release.set()
     assert look.answered(20) and look.stop()
-    failed = _Look(lambda path: 1 / 0, store, 4)
+    failed = _Look(lambda results: 1 / 0, store, 4)
     assert failed.answered(20)
     with pytest.raises(ZeroDivisionError):
         failed.stop()

@@ -712,12 +712,18 @@ def test_should_stop_waits_decides_and_caps():
     assert stats.should_stop(clear[clear["repetition"] < 3], c4, loose).stop
 
 
-def test_stop_callback_reads_the_run_directory(tmp_path, monkeypatch):
+def test_stop_callback_looks_at_the_results_it_is_given_and_reads_nothing(tmp_path, monkeypatch):
     import claimlab.store
+
+    def no_reading(*args, **kwargs):
+        raise AssertionError("a look read from disk")
+
+    monkeypatch.setattr(claimlab.store, "read_results", no_reading)
+    monkeypatch.setattr(pd, "read_csv", no_reading)
     rule = stats.StopRule(target_rel_width=0.02, min_blocks=3, max_blocks=8)
-    results = c4_results(n_blocks=2)
-    monkeypatch.setattr(claimlab.store, "read_results", lambda path: results)
-    assert stats.stop_callback(CLAIMS["C4"], rule)(tmp_path) == (False, "2 of at least 3 blocks")
+    callback = stats.stop_callback(CLAIMS["C4"], rule)
+    assert callback(c4_results(n_blocks=2)) == (False, "2 of at least 3 blocks")
+    assert callback(c4_results(n_blocks=8)) == (True, stats.should_stop(c4_results(n_blocks=8), CLAIMS["C4"], rule).reason)
 
 
 def test_analyze_uses_the_level_the_stopping_rule_left():

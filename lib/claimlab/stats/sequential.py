@@ -5,7 +5,8 @@ Biometrika 1983; O'Brien & Fleming, Biometrics 1979) on the paired t of block lo
 statistic of `intervals`), and repeated confidence intervals (Jennison & Turnbull, JRSS B 1989):
 the runner may look after every block and the verdict keeps the level it promises. The rule
 itself is `claimlab.stopping.StopRule`; the runner gets `stop_callback(claim, rule)` and never
-imports this package (it only calls the function it is given with the run directory).
+imports this package (it only calls the function it is given with the run's results so far,
+which it reads: no statistic here does I/O).
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -242,18 +242,18 @@ def should_stop(results: pd.DataFrame, claim: Claim, rule: StopRule, *,
 
 
 def stop_callback(claim: Claim, rule: StopRule, policy: Policy = DEFAULT_POLICY
-                  ) -> Callable[[Path], tuple[bool, str]]:
-    """The callback the runner is handed (contract: `should_stop(run_path) -> (bool, reason)`)."""
-    from claimlab.store import read_results
+                  ) -> Callable[[pd.DataFrame], tuple[bool, str]]:
+    """The callback the runner is handed (contract: `should_stop(results) -> (bool, reason)`,
+    with the run's results so far as the runner read them)."""
 
-    def callback(run_path: Path) -> tuple[bool, str]:
-        decision = should_stop(read_results(run_path), claim, rule, policy=policy)
+    def callback(results: pd.DataFrame) -> tuple[bool, str]:
+        decision = should_stop(results, claim, rule, policy=policy)
         return decision.stop, decision.reason
 
     return callback
 
 
-def stopping_for(exp) -> Callable[[Path], tuple[bool, str]] | None:
+def stopping_for(exp) -> Callable[[pd.DataFrame], tuple[bool, str]] | None:
     """The stopping callback an experiment's own design asks for (None for a fixed design): every
     path that runs an experiment (command line, notebooks, ablations) takes it from here, so a
     sequential design always stops by its rule and is analysed at the level that rule leaves."""
