@@ -20,6 +20,7 @@ import pandas as pd
 from .claims import Claim
 from .provenance import cpu_label
 from .stats.observations import SLOW_HOUR
+from .stats.slow_side import SIDE_ALPHA
 from .stats.verdicts import EDGE_FACTOR, EDGE_MARK
 from .store import read_jsonl, read_manifest, read_variables
 
@@ -200,6 +201,9 @@ def card_html(row, claim_family: str = "mysql") -> str:
     if not _missing(fast):
         flagged_text += (f"; fast state: {fast:.0%} of the values"
                          + (" — a slow hour, see the note" if fast < SLOW_HOUR else ""))
+    if not _missing(row.get("side_state_p")) and row["side_state_p"] < SIDE_ALPHA:
+        flagged_text += (f"; a slow state on one side (p = {row['side_state_p']:.2g}): the estimate may be "
+                         f"biased by up to {row['side_bias_bound']:.1%}, see the note")
     counts = (f"{html.escape(flagged_text)}. {_count(row.get('n_blocks'))} server starts, "
               f"{_count(row.get('n_runs'))} run(s)." if server else "")
     size = size_relation(row)

@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from claimlab.claims import Comparison, Condition
+from claimlab.stats.slow_side import lift_differences, share_differences
 from claimlab.stopping import FAST_BAND, FAST_GATE, FastRounds, TimedRounds
 
 
@@ -81,15 +82,10 @@ class Draw:
             if normal_only:
                 raise ValueError("the fast-state statistic needs no probe: use all rounds")
             means = []
-            band = np.log1p(FAST_BAND)
             for side in (baseline, treatment):
-                logs = self.logs[..., side, :]                      # (sims, runs, blocks, rounds)
-                keyed = logs if statistic == "near_min" else -logs  # NaN: a round not measured (`until_fast`)
-                best = np.nanmin(keyed, axis=-1)                    # each start's fastest
-                level = np.quantile(best, FAST_GATE, axis=-1)[..., None]   # the run's fast level
+                _, fast = self.fast_state(side, statistic)
                 with np.errstate(invalid="ignore"):
-                    fast = (keyed <= best[..., None] + band) & (best <= level + band)[..., None]
-                    means.append(np.where(fast, logs, 0.0).sum(-1) / fast.sum(-1))
+                    means.append(np.where(fast, self.logs[..., side, :], 0.0).sum(-1) / fast.sum(-1))
             return means[1] - means[0]
         diff = self.logs[..., treatment, :] - self.logs[..., baseline, :]
         if not normal_only:
@@ -101,6 +97,25 @@ class Draw:
             means = [np.where(~self.slow[..., side, :], self.logs[..., side, :], 0.0).sum(-1)
                      / (~self.slow[..., side, :]).sum(-1) for side in (baseline, treatment)]
             return means[1] - means[0]
+
+    def fast_state(self, side: int, statistic: str) -> tuple[np.ndarray, np.ndarray]:
+        """One side's keyed logs (smaller is faster) and which are in the fast state, (sims, runs,
+        blocks, rounds), as `stats.fast_state` reads them."""
+        logs = self.logs[..., side, :]
+        keyed = logs if statistic == "near_min" else -logs  # NaN: a round not measured (`until_fast`)
+        best = np.nanmin(keyed, axis=-1)                    # each start's fastest
+        level = np.quantile(best, FAST_GATE, axis=-1)[..., None]   # the run's fast level
+        with np.errstate(invalid="ignore"):
+            return keyed, (keyed <= best[..., None] + np.log1p(FAST_BAND)) & (best <= level + np.log1p(FAST_BAND))[..., None]
+
+    def side_differences(self, baseline: int = 0, treatment: int = 1,
+                         statistic: str = "near_min") -> tuple[np.ndarray, np.ndarray]:
+        """(sims, runs, blocks) differences of the two sides' lifts above their fastest values and
+        of their fast-state shares, as `stats.slow_side.block_differences` computes them."""
+        (keyed_b, fast_b), (keyed_t, fast_t) = (self.fast_state(side, statistic) for side in (baseline, treatment))
+        keyed_b, keyed_t = (np.where(np.isnan(keyed), np.inf, keyed) for keyed in (keyed_b, keyed_t))
+        return (lift_differences(keyed_b, keyed_t, fast_b, fast_t),
+                share_differences(np.isfinite(keyed_b), np.isfinite(keyed_t), fast_b, fast_t))
 
     def until_fast(self, rule: FastRounds, iterations: int) -> tuple[Draw, np.ndarray]:
         """The experiment as the runner measures it under `design.fast_rounds`: drawn with

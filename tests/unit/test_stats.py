@@ -639,6 +639,26 @@ def test_a_comparison_measured_mostly_in_the_slow_state_says_it_was_a_slow_hour(
     assert math.isnan(mean_row["fast_share"]) and "a slow hour" not in mean_row["verdict_note"]
 
 
+def test_a_mild_slow_state_on_one_side_is_flagged_in_the_row_and_its_note():
+    """x1.1 on 40% of the treatment's values and 10% of the baseline's, which the fast-state band
+    keeps (10 blocks x 15 rounds, within-start spread 2%): the row flags it with the bound of its
+    bias and the note says so; the same run without it is not flagged."""
+    main = next(c for c in CLAIMS["C2"].comparisons if c.name == "uca_ai_vs_utf8mb3")
+    claim = dataclasses.replace(CLAIMS["C2"], comparisons=(main,))
+    clean = simulate_comparison(main, true_ratio=1.0, claim="C2", n_blocks=10, n_iterations=15, paired=True,
+                                seed=8, server_version=MARIADB, noise=Noise(within_sd=0.02))
+    rng = np.random.default_rng(8)
+    treated = (clean["condition"] == main.treatment.label).to_numpy()
+    slowed = rng.random(len(clean)) < np.where(treated, 0.4, 0.1)
+    rows = {name: stats.analyze(frame, claim).iloc[0]
+            for name, frame in (("clean", clean), ("slowed", clean.assign(value=clean["value"] * np.where(slowed, 1.1, 1.0))))}
+    assert rows["slowed"]["side_state_p"] < 0.05 and "a slow state on one side" in rows["slowed"]["verdict_note"]
+    assert 0.015 < rows["slowed"]["side_bias_bound"] < 0.1
+    assert f"biased by up to {rows['slowed']['side_bias_bound']:.1%}" in rows["slowed"]["verdict_note"]
+    assert rows["clean"]["side_state_p"] >= 0.05 and "a slow state on one side" not in rows["clean"]["verdict_note"]
+    assert rows["clean"]["side_bias_bound"] < rows["slowed"]["side_bias_bound"]
+
+
 def test_one_block_gives_no_interval_and_stays_inconclusive():
     row = stats.analyze(c4_results(n_blocks=1), CLAIMS["C4"]).iloc[0]
     assert row["verdict"] == "inconclusive" and np.isnan(row["ci_low"])

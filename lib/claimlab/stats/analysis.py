@@ -50,13 +50,17 @@ RERUN_NOTED = 0.95   # a verdict note gives the rerun chance below this
 # would read alike with 95% chance at these runs' spread (NaN otherwise); flagged_share: share
 # of measurements the speed witness saw slow (NaN: no witness);
 # fast_share: share of the comparison's values in the fast state (NaN unless statistic near_*;
-# under observations.SLOW_HOUR the run was made in a slow hour and the note says so).
+# under observations.SLOW_HOUR the run was made in a slow hour and the note says so);
+# side_state_p: whether the two sides met a slow state the fast-state band keeps unequally (the
+# smaller p of `slow_side`'s two tests, Bonferroni; under 0.05 the note says so), side_bias_bound:
+# the upper 95% limit of the bias such a state puts into the estimate, relative (NaN unless
+# statistic near_*).
 TABLE_COLUMNS = (
     "claim", "comparison", "kind", "direction", "family", "family_size", "experiment",
     "workload", "metric", "statistic", "baseline", "treatment", "target", "server_version", "n_runs",
     "n_blocks", "n_obs_baseline", "n_obs_treatment", "pairing", "estimate", "ci_low", "ci_high",
     "confidence", "p_value", "p_family", "sd_unit", "mde", "power_published", "units_needed",
-    "published_ratio", "published_in_ci", "equivalence_margin", "flagged_share", "fast_share", "contention",
+    "published_ratio", "published_in_ci", "equivalence_margin", "flagged_share", "fast_share", "side_state_p", "side_bias_bound", "contention",
     "speed_state", "verdict", "verdict_label", "edge_label", "rerun_chance", "runs_to_settle", "verdict_note",
 )
 SPREAD_COLUMNS = ("claim", "comparison", "target", "n_runs", "between_run_sd", "within_run_sd",
@@ -155,7 +159,10 @@ def _row(claim: Claim, group: Group, family_size: int, alpha: float,
         "treatment": comparison.treatment.label, "target": group.target,
         "published_ratio": comparison.published_ratio,
         "equivalence_margin": comparison.equivalence_margin, "flagged_share": group.flagged_share,
-        "fast_share": group.fast_share, "contention": "included" if policy.include_contention else "excluded",
+        "fast_share": group.fast_share,
+        "side_state_p": math.nan if group.side is None else float(group.side.p),
+        "side_bias_bound": math.nan if group.side is None else math.expm1(float(group.side.bound)),
+        "contention": "included" if policy.include_contention else "excluded",
         "speed_state": "normal only" if policy.normal_only else "all",
     }
     if group.reason:

@@ -27,6 +27,7 @@ from .observations import (
     side_fast_state,
     slow_hour_note,
 )
+from .slow_side import SideState, block_differences, side_state, side_state_note
 from .speed import flagged_share, slow_mask, speed_flags, witness_note
 
 
@@ -56,6 +57,7 @@ class Group:
     n_obs: tuple[int, int] = (0, 0)
     flagged_share: float = math.nan
     fast_share: float = math.nan   # share of its values in the fast state (a fast-state statistic only)
+    side: SideState | None = None  # the two sides' fast states compared (a fast-state statistic only)
     notes: tuple[str, ...] = ()
     reason: str = ""
 
@@ -175,7 +177,7 @@ def _group(comparison, target, base, treat, policy: Policy, notes, strata) -> Gr
     one_sided = len(base_blocks ^ treat_blocks)
     if one_sided:
         notes.append(f"{one_sided} block(s) with one side only left out")
-    fast_share = math.nan
+    fast_share, side = math.nan, None
     if comparison.statistic != "mean":
         fast_share = float(pd.concat(fast).mean())
         outside = int(blocks["outside_band"].sum())
@@ -185,12 +187,14 @@ def _group(comparison, target, base, treat, policy: Policy, notes, strata) -> Gr
                      "left out" + (f"; {lost} block(s) with no fast-state value on one side left out"
                                    if lost else ""))
         notes.append(slow_hour_note(fast_share))
+        side = side_state(*block_differences(kept_base, kept_treat, fast, strata, comparison.statistic))
+        notes.append(side_state_note(side))
     unmatched = int(blocks["unmatched"].sum())
     if unmatched:
         notes.append(f"{unmatched} round(s) with one side missing or excluded left out of the pairing")
     return Group(comparison, target, blocks=blocks,
                  server_versions=tuple(sorted(kept["server_version"].astype(str).unique())),
-                 n_obs=(len(kept_base), len(kept_treat)), flagged_share=share, fast_share=fast_share,
+                 n_obs=(len(kept_base), len(kept_treat)), flagged_share=share, fast_share=fast_share, side=side,
                  notes=tuple(note for note in notes if note))
 
 
