@@ -105,8 +105,9 @@ class Draw:
         keyed = logs if statistic == "near_min" else -logs  # NaN: a round not measured (`until_fast`)
         best = np.nanmin(keyed, axis=-1)                    # each start's fastest
         level = np.quantile(best, FAST_GATE, axis=-1)[..., None]   # the run's fast level
+        band = np.log1p(FAST_BAND)
         with np.errstate(invalid="ignore"):
-            return keyed, (keyed <= best[..., None] + np.log1p(FAST_BAND)) & (best <= level + np.log1p(FAST_BAND))[..., None]
+            return keyed, (keyed <= best[..., None] + band) & (best <= level + band)[..., None]
 
     def side_differences(self, baseline: int = 0, treatment: int = 1,
                          statistic: str = "near_min") -> tuple[np.ndarray, np.ndarray]:

@@ -650,8 +650,8 @@ def test_a_mild_slow_state_on_one_side_is_flagged_in_the_row_and_its_note():
     rng = np.random.default_rng(8)
     treated = (clean["condition"] == main.treatment.label).to_numpy()
     slowed = rng.random(len(clean)) < np.where(treated, 0.4, 0.1)
-    rows = {name: stats.analyze(frame, claim).iloc[0]
-            for name, frame in (("clean", clean), ("slowed", clean.assign(value=clean["value"] * np.where(slowed, 1.1, 1.0))))}
+    frames = {"clean": clean, "slowed": clean.assign(value=clean["value"] * np.where(slowed, 1.1, 1.0))}
+    rows = {name: stats.analyze(frame, claim).iloc[0] for name, frame in frames.items()}
     assert rows["slowed"]["side_state_p"] < 0.05 and "a slow state on one side" in rows["slowed"]["verdict_note"]
     assert 0.015 < rows["slowed"]["side_bias_bound"] < 0.1
     assert f"biased by up to {rows['slowed']['side_bias_bound']:.1%}" in rows["slowed"]["verdict_note"]
@@ -743,7 +743,8 @@ def test_stop_callback_looks_at_the_results_it_is_given_and_reads_nothing(tmp_pa
     rule = stats.StopRule(target_rel_width=0.02, min_blocks=3, max_blocks=8)
     callback = stats.stop_callback(CLAIMS["C4"], rule)
     assert callback(c4_results(n_blocks=2)) == (False, "2 of at least 3 blocks")
-    assert callback(c4_results(n_blocks=8)) == (True, stats.should_stop(c4_results(n_blocks=8), CLAIMS["C4"], rule).reason)
+    decided = stats.should_stop(c4_results(n_blocks=8), CLAIMS["C4"], rule)
+    assert decided.stop and callback(c4_results(n_blocks=8)) == (True, decided.reason)
 
 
 def test_analyze_uses_the_level_the_stopping_rule_left():

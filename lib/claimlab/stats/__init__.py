@@ -11,6 +11,8 @@ the claim a design names), no plotting. One module per concern:
   that another run of the same design gives the same verdict;
 - `verdicts`: the monotone verdict rules and their labels;
 - `speed`: the speed witness (slow-state flags from the probes);
+- `slow_side`: a slow state inside the fast-state band met by one side more than the other
+  (`side_state`), and the bound of the bias it puts into the estimate;
 - `selection`: which rows make a comparison, and the exclusion policy;
 - `sequential`: group-sequential stopping on every path (`should_stop`, `stop_callback`);
 - `analysis`: the verdict table (`analyze`), between-run spread (`between_runs`) and each run's
@@ -61,8 +63,18 @@ from .sequential import (
                     stopping_for,
 )
 from .speed import PROBE_METRICS, SLOW_FACTOR, flagged_share, slow_probe_sides, slow_probes, speed_flags
-from .verdicts import (EDGE_FACTOR, EDGE_MARK, VERDICTS, Labeller, Verdict, edge_label, equivalence_band, labeller,
-                       target_note, verdict)
+from .verdicts import (
+                    EDGE_FACTOR,
+                    EDGE_MARK,
+                    VERDICTS,
+                    Labeller,
+                    Verdict,
+                    edge_label,
+                    equivalence_band,
+                    labeller,
+                    target_note,
+                    verdict,
+)
 
 __all__ = [
     "COST_METRICS", "DRIFT_FLAG_P", "EDGE_FACTOR", "EDGE_MARK", "OUTLIER_Z", "POWER", "PROBE_METRICS",

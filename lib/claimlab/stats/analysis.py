@@ -60,7 +60,8 @@ TABLE_COLUMNS = (
     "workload", "metric", "statistic", "baseline", "treatment", "target", "server_version", "n_runs",
     "n_blocks", "n_obs_baseline", "n_obs_treatment", "pairing", "estimate", "ci_low", "ci_high",
     "confidence", "p_value", "p_family", "sd_unit", "mde", "power_published", "units_needed",
-    "published_ratio", "published_in_ci", "equivalence_margin", "flagged_share", "fast_share", "side_state_p", "side_bias_bound", "contention",
+    "published_ratio", "published_in_ci", "equivalence_margin", "flagged_share", "fast_share", "side_state_p",
+    "side_bias_bound", "contention",
     "speed_state", "verdict", "verdict_label", "edge_label", "rerun_chance", "runs_to_settle", "verdict_note",
 )
 SPREAD_COLUMNS = ("claim", "comparison", "target", "n_runs", "between_run_sd", "within_run_sd",

@@ -328,8 +328,9 @@ def _final_critical(min_blocks: int, max_blocks: int, alpha: float) -> np.ndarra
     the looks, or at the cap; for each W the factor is the one at which exactly alpha of all paths
     reject (less two of the simulation's standard errors); k is the largest over W, so the A/A
     rate is at most alpha at every spread and near it at the worst. A W at which nine runs in ten
-    or more go to the cap is left out: the cap decides those, and nothing is left to calibrate. Stopping when decided within the equivalence
-    band is a width stop of its own (the band's width) and is covered by the same W. A
+    or more go to the cap is left out: the cap decides those, and nothing is left to calibrate.
+    Stopping when decided within the equivalence band is a width stop of its own (the band's
+    width) and is covered by the same W. A
     calibrated final level of the kind Jennison & Turnbull ("Group Sequential Methods with
     Applications to Clinical Trials", 2000, ch. 8-9) discuss for analyses after a sequential
     test whose stopping rule the boundaries alone do not describe.

@@ -22,9 +22,9 @@ The lift misses a state that the band half keeps: at a within-start spread of 5%
 through the slowed values, and what shows is that the side that met the state more often has
 fewer values in the fast state. So the blocks' differences of fast-state shares are tested too,
 by the same paired t, and either test flags the comparison at half of SIDE_ALPHA (Bonferroni):
-with no such state the flag comes up in about 5% of comparisons. The test is of the shape, not of a mechanism: a side with its own,
-wider jitter inside the band is flagged too, and rightly, since the statistic's mean then sits
-differently above the fastest values on the two sides.
+with no such state the flag comes up in about 5% of comparisons. The test is of the shape, not
+of a mechanism: a side with its own, wider jitter inside the band is flagged too, and rightly,
+since the statistic's mean then sits differently above the fastest values on the two sides.
 
 Reference for the reading of the fastest values: Chen & Revels, "Robust benchmarking in noisy
 environments", arXiv:1608.04295, 2016 (timing noise only ever adds time, so the minimum is the
