@@ -30,7 +30,7 @@ def swapped_label(label: str, margin: float) -> str:
     return label
 
 
-def test_the_issues_examples_read_alike_both_ways_round():
+def test_two_near_edge_examples_read_alike_both_ways_round():
     assert stats.verdict("null", None, None, 0.05, 0.951, 1.049).word == (
         stats.verdict("null", None, None, 0.05, 1 / 1.049, 1 / 0.951).word)
     one = stats.verdict("effect", "higher", 1.29, 0.05, 1.051, 1.20)
@@ -86,7 +86,7 @@ def test_narrowing_an_interval_never_weakens_what_its_label_says(kind, direction
     assert len(set(labels.values())) >= 3
 
 
-def test_the_issues_opposite_direction_example_stays_opposite_when_narrowed():
+def test_an_opposite_direction_stays_opposite_when_narrowed():
     wide = stats.verdict("effect", "higher", 2.85, 0.05, 0.93, 0.99)
     narrow = stats.verdict("effect", "higher", 2.85, 0.05, 0.952, 0.967)
     assert wide.label == narrow.label == "contradicted: opposite direction"
