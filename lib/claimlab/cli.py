@@ -135,6 +135,15 @@ def _parser() -> argparse.ArgumentParser:
     ab.add_argument("--no-progress", action="store_true", help="no progress bar")
     ab.add_argument("--target", metavar="NAME", help="which of the file's targets (default: the first)")
 
+    pb = sub.add_parser("publish", help="ship runs in data/raw, their tables packed as Parquet",
+                        description="Copy each complete, verified run from runs/ into data/raw/<experiment>/ "
+                                    "with its large tables stored as zstd Parquet (read back and compared "
+                                    "before the CSV goes); a run already in data/raw is packed in place.")
+    pb.add_argument("run_ids", nargs="+", metavar="RUN_ID")
+    pb.add_argument("--data", type=Path, metavar="DIR", help=READ_HELP)
+    pb.add_argument("--mark-published", action="store_true",
+                    help="also list each run in data/published_runs.json (the runs the reports read)")
+
     pr = sub.add_parser("profile", help="flame graphs and instruction counts per condition",
                         description="For each condition of an ablation (slow, fast) or a claim "
                                     "experiment, sample the server with perf during the measured phase "
@@ -373,6 +382,21 @@ def _contention_lines(results, table) -> list[str]:
     return lines
 
 
+def cmd_publish(args) -> int:
+    from .pack import mark_published, publish
+    from .store import load_manifest
+    for run_id in args.run_ids:
+        dest = publish(run_id, args.data)
+        manifest = load_manifest(dest)
+        sizes = ", ".join(f"{name} {t['csv_bytes'] / 1e6:.2f} MB -> {t['file']} "
+                          f"{(dest / t['file']).stat().st_size / 1e6:.2f} MB"
+                          for name, t in manifest.extra["packed"]["tables"].items())
+        print(f"published {manifest.run_id}: {dest} ({sizes})")
+        if args.mark_published and mark_published(manifest.experiment, manifest.run_id):
+            print(f"listed {manifest.run_id} in data/published_runs.json under {manifest.experiment}")
+    return 0
+
+
 def cmd_report(args) -> int:
     import time
 
@@ -520,7 +544,7 @@ def cmd_profile(args) -> int:
 
 COMMANDS = {"report": cmd_report, "run": cmd_run, "validate": cmd_validate, "targets": cmd_targets, "runs": cmd_runs,
             "analyze": cmd_analyze, "diff": cmd_diff, "ablate": cmd_ablate, "profile": cmd_profile,
-            "setup-mysql": cmd_setup_mysql, "prepare": cmd_prepare}
+            "setup-mysql": cmd_setup_mysql, "prepare": cmd_prepare, "publish": cmd_publish}
 # Commands that may start servers: each first stops the servers a killed claimlab left behind
 # (`run` and `prepare` do so themselves, under the lock that claims their work directory).
 STARTS_SERVERS = ("report", "diff", "ablate", "profile")

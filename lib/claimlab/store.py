@@ -120,11 +120,14 @@ def _append(path: Path, text: str, *, sync: bool = True) -> None:
 
 def _write_atomic(path: Path, text: str) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "w") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    finally:   # a failed write leaves the old file, and no stray copy beside it
+        tmp.unlink(missing_ok=True)
 
 
 def _csv_lines(rows: Iterable[Iterable[Any]]) -> str:
@@ -471,11 +474,14 @@ def run_state(path: str | os.PathLike) -> RunState:
     manifest = load_manifest(path)
     if not manifest.checksums:
         return RunState(manifest.status, False, ())
-    now_ = checksums(path)
-    names = set(manifest.checksums)
+    expected, now_ = manifest.checksums, checksums(path)
+    if "packed" in manifest.extra:   # Parquet files stand in for the CSVs they replaced
+        from .pack import packed_checksums
+        expected, now_ = packed_checksums(path, manifest, expected, now_)
+    names = set(expected)
     if manifest.format_version >= 2:   # format 1 did not checksum variables/: files added since count
         names |= now_.keys()
-    changed = tuple(sorted(n for n in names if manifest.checksums.get(n) != now_.get(n)))
+    changed = tuple(sorted(n for n in names if expected.get(n) != now_.get(n)))
     return RunState(manifest.status, not changed, changed)
 
 
@@ -550,7 +556,7 @@ def read_results(path: str | os.PathLike, accept_modified: bool = False) -> pd.D
     path = Path(path)
     state = _verified(path, accept_modified)   # once: checksumming a run reads all of it
     manifest = load_manifest(path)
-    df = _read_csv(path / "results.csv")
+    df = _read_table(path, "results.csv")
     if list(df.columns) != list(manifest.columns):
         raise DataError(f"{path}/results.csv: header does not match the manifest's columns")
     for col in ["condition", "target", "workload", "metric", "unit", *manifest.factors]:
@@ -561,7 +567,13 @@ def read_results(path: str | os.PathLike, accept_modified: bool = False) -> pd.D
 
 
 def read_intervals(path: str | os.PathLike) -> pd.DataFrame:
-    return _read_csv(Path(path) / "intervals.csv")
+    return _read_table(Path(path), "intervals.csv")
+
+
+def _read_table(path: Path, name: str) -> pd.DataFrame:
+    """A finished run's table, from Parquet when the run was packed (pack.py), else from its CSV."""
+    from .pack import read_table
+    return read_table(path, name)
 
 
 def read_jsonl(path: str | os.PathLike) -> list[dict]:
