@@ -146,13 +146,13 @@ def pack(run_dir: str | os.PathLike) -> dict:
         entry = {"format_version": PACK_FORMAT_VERSION, "packed_at": now(), "tables": tables}
         RunStore(run_dir, manifest.columns).write_manifest(manifest.with_(extra=manifest.extra | {"packed": entry}))
         placed = []   # referenced by the manifest now: they are the run's data
-        _fsync_dir(run_dir)
     except OSError as exc:
         raise PackError(f"{run_dir}: cannot pack ({exc.strerror or exc}); the run is unchanged") from None
     finally:
         for leftover in temps + placed:
             leftover.unlink(missing_ok=True)
 
+    _fsync_dir(run_dir)
     state = run_state(run_dir)
     if not state.verified:   # the CSVs are still there: nothing is lost
         raise PackError(f"{run_dir}: packed but not verified ({state.note})")

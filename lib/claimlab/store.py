@@ -4,7 +4,8 @@
     runs/<experiment>/<run-id>/  (or data/raw/<experiment>/<run-id>/)
         manifest.json     params as resolved, provenance, plan, status, checksums (format_version)
                           (RunManifest; results rows are MeasurementRecords, one row per Metric)
-        results.csv       one row per metric of each completed measurement (tidy, long)
+        results.csv       one row per metric of each completed measurement (tidy, long);
+                          results.parquet instead in a packed run (pack.py), read the same
         intervals.csv     sysbench's per-interval series
         servers.jsonl     one record per server start: version, effective settings, load average
         variables/*.json  SHOW GLOBAL VARIABLES per configuration, stored once by content hash

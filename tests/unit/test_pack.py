@@ -12,6 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from claimlab import cli, report
+from claimlab import pack as pack_mod
 from claimlab.errors import DataError
 from claimlab.pack import (
     PACK_FORMAT_VERSION,
@@ -72,6 +73,18 @@ def test_a_packed_run_reads_as_its_csv(run):
                                                "csv_sha256": checksums["results.csv"], "rows": len(before),
                                                "csv_bytes": csv_bytes}}
     assert verify(run) == []
+
+
+def test_a_small_table_is_packed_too_when_over_the_threshold(run, monkeypatch):
+    monkeypatch.setattr(pack_mod, "MIN_PACK_BYTES", 0)
+    intervals, results = read_intervals(run), read_results(run)
+    assert set(pack(run)["tables"]) == {"results.csv", "intervals.csv"}
+    assert not (run / "intervals.csv").exists()
+    assert frame_difference(intervals, read_intervals(run)) == ""    # a header only: no rows
+    assert frame_difference(results, read_results(run)) == ""
+    assert verify(run) == []
+    (run / "intervals.parquet").unlink()
+    assert verify(run, accept_modified=True) == ["intervals.parquet"]
 
 
 def test_frame_difference_sees_one_changed_value_dtype_or_missing_value():
@@ -217,3 +230,13 @@ def test_publish_refuses_in_one_line(checkout, capsys):
     assert err.count("\n") == 1 and "status is 'interrupted'" in err and str(source) in err
     assert not (checkout / "data" / "raw").exists()
     assert "charset_mismatch" not in (checkout / "data" / "published_runs.json").read_text()
+
+
+def test_analyze_says_the_same_of_a_packed_run(run, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(ROOT)
+    assert cli.main(["analyze", SHIPPED, "--data", str(run.parents[1])]) == 0
+    as_csv = capsys.readouterr().out
+    pack(run)
+    assert cli.main(["analyze", SHIPPED, "--data", str(run.parents[1])]) == 0
+    assert capsys.readouterr().out == as_csv
+    assert "mismatch_vs_latin1" in as_csv
