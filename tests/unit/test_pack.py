@@ -37,14 +37,28 @@ from claimlab.store import (
 )
 from conftest import ROOT
 
-SHIPPED = report.published_runs(ROOT)["charset_mismatch"][0]
+SHIPPED_RUNS = ROOT / "data" / "raw" / "charset_mismatch"
+
+
+def _shipped_csv_run() -> str:
+    """A shipped run still stored as CSV: a published one, else any (the published runs may be
+    shipped packed, and a packed run cannot be packed again)."""
+    published = report.published_runs(ROOT)["charset_mismatch"]
+    others = sorted(p.name for p in SHIPPED_RUNS.iterdir() if p.name not in published)
+    for run_id in published + others:
+        if (SHIPPED_RUNS / run_id / "results.csv").exists():
+            return run_id
+    raise AssertionError(f"{SHIPPED_RUNS}: no run stored as CSV left to pack")
+
+
+SHIPPED = _shipped_csv_run()
 
 
 @pytest.fixture
 def run(tmp_path):
-    """A copy of a published run (data/raw is never touched)."""
+    """A copy of a shipped run (data/raw is never touched)."""
     path = tmp_path / "raw" / "charset_mismatch" / SHIPPED
-    shutil.copytree(ROOT / "data" / "raw" / "charset_mismatch" / SHIPPED, path)
+    shutil.copytree(SHIPPED_RUNS / SHIPPED, path)
     return path
 
 
