@@ -32,6 +32,7 @@ import io
 import json
 import math
 import os
+import re
 import secrets
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -53,6 +54,9 @@ INTERVAL_COLUMNS = ("run_id", "condition", "workload", "repetition", "iteration"
                     "threads", "tps", "qps", "latency_p95_ms", "errors_per_s", "reconnects_per_s")
 CHECKSUMMED = ("results.csv", "intervals.csv", "servers.jsonl", "events.jsonl")
 STATUSES = ("running", "complete", "interrupted", "failed")
+RUN_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]*\Z")
+# What identifies one measured value: a second row with the same key is a second writer's
+MEASUREMENT_KEY = ["condition", "workload", "repetition", "iteration", "metric"]
 
 
 def project_root(start: Path | None = None) -> Path:
@@ -508,6 +512,9 @@ def find_run(run_id: str, root: str | os.PathLike | None = None) -> Path:
     """A run directory from its id (or a path to it), under `root` or else under runs/ and data/raw."""
     if Path(run_id).is_dir() and (Path(run_id) / "manifest.json").exists():
         return Path(run_id)
+    if not RUN_ID_RE.fullmatch(run_id):   # a glob ('*', '2026*') would silently pick one run
+        raise DataError(f"{run_id[:80]!r} is not a run id (letters, digits, '-', '_', '.'; no "
+                        "wildcards); `claimlab runs` lists the stored runs")
     bases = [Path(root)] if root else run_roots()
     matches = [m for base in bases for m in sorted(base.glob(f"*/{run_id}"))]
     if not matches:
@@ -556,8 +563,22 @@ def read_results(path: str | os.PathLike, accept_modified: bool = False) -> pd.D
     for col in ["condition", "target", "workload", "metric", "unit", *manifest.factors]:
         df[col] = df[col].astype(str)
     df["contention"] = df["contention"].astype(str).str.lower().isin(["true", "1"])
+    _refuse_duplicates(path, df)
     df.attrs["run_state"] = {"status": state.status, "verified": state.verified, "note": state.note}
     return df
+
+
+def _refuse_duplicates(path: Path, df: pd.DataFrame) -> None:
+    """Two writers of one run (a resume started while the run was still alive, before the run
+    kept a writer's lock) stored measurements twice: analysed, each would count twice."""
+    twice = df[df.duplicated(MEASUREMENT_KEY, keep="first")]
+    if len(twice):
+        keys = twice.drop_duplicates(MEASUREMENT_KEY[:-1])
+        first = keys.iloc[0]
+        raise DataError(f"{path}/results.csv: {len(keys)} measurement{'s' if len(keys) > 1 else ''} stored "
+                        f"twice (e.g. {first['condition']} {first['workload']} repetition {first['repetition']} "
+                        f"iteration {first['iteration']}): two processes wrote this run; it cannot be analysed "
+                        "as it is")
 
 
 def read_intervals(path: str | os.PathLike) -> pd.DataFrame:

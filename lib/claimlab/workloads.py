@@ -32,8 +32,10 @@ from .errors import ServerGone, WorkloadError
 from .servers import confined
 from .store import Metric
 
-_IDENT = re.compile(r"^[A-Za-z0-9_]+$")
+_IDENT = re.compile(r"[A-Za-z0-9_]+\Z")
 SYSBENCH_DIR = "/usr/share/sysbench"
+MAX_SCHEMA = 64                                       # MySQL's and MariaDB's limit on a schema's name
+MAX_NAME = MAX_SCHEMA - len("claimlab__") - 8         # `schema`: claimlab_<name>_<8 hex digits>
 
 
 @dataclass(frozen=True)
@@ -173,7 +175,7 @@ class VarcharScan(Workload):
     def __post_init__(self):
         for name in ("charset", "collation"):
             value = getattr(self, name)
-            if value is not None and not _IDENT.match(value):
+            if value is not None and not _IDENT.fullmatch(value):
                 raise ValueError(f"{name}: {value!r} is not a charset/collation name")
 
     def load(self, server, cur) -> None:
@@ -302,7 +304,7 @@ class Sysbench(Workload):
             raise ValueError("ps_mode: must be auto or disable")
         for name in ("charset", "collation", "schema_charset", "schema_collation"):
             value = getattr(self, name)
-            if value is not None and not _IDENT.match(value):
+            if value is not None and not _IDENT.fullmatch(value):
                 raise ValueError(f"{name}: {value!r} is not a charset/collation name")
         if self.collation and not self.charset:
             raise ValueError("collation: needs `charset` too")
