@@ -56,7 +56,8 @@ def test_a_size_or_charset_ending_in_a_newline_is_refused(tmp_path):
                                                       '{kind: mariadb, options: {innodb_buffer_pool_size: "64M\\n"}}')
     with pytest.raises(ConfigError):
         params.load(_write(tmp_path, text))
-    scan = 'claim: C2\ntargets: {default: {}}\nworkloads:\n  scan: {kind: varchar_scan, rows: 10, charset: "latin1\\n"}\n'
+    scan = ('claim: C2\ntargets: {default: {}}\nworkloads:\n'
+            '  scan: {kind: varchar_scan, rows: 10, charset: "latin1\\n"}\n')
     with pytest.raises(ConfigError, match="charset"):
         params.load(_write(tmp_path, scan))
 
@@ -141,3 +142,32 @@ def test_an_option_name_ending_in_a_newline_never_reaches_the_option_file(tmp_pa
                                                       '{kind: mariadb, options: {extra: {"log_bin\\n": 1}}}')
     with pytest.raises(ConfigError, match="not an option name"):
         params.load(_write(tmp_path, text))
+
+
+def test_a_second_writer_of_one_run_is_refused(tmp_path):
+    store = _store(tmp_path)
+    with pytest.raises(DataError, match="still running"):
+        RunStore.open_run(store.path)
+    store.close()
+    RunStore.open_run(store.path).close()
+
+
+def test_what_a_killed_writer_wrote_is_checked_like_checksums(tmp_path):
+    """A run killed (SIGKILL) before it could write its checksums: every append was recorded as
+    it was made, so an edit, a cut or an added line is found; a torn last line is not an edit."""
+    from claimlab.store import unwritten
+    store = _store(tmp_path)
+    store.append(_record(store))
+    store.append(_record(store, iteration=1))
+    assert unwritten(store.path) == ()
+    results = store.path / "results.csv"
+    clean = results.read_bytes()
+    results.write_bytes(clean + b"t0,C4,exp,binlog=on,on,def")        # torn: a crash mid-write
+    assert unwritten(store.path) == ()
+    results.write_bytes(clean.replace(b"1.0,s", b"9.0,s", 1))          # a value edited by hand
+    assert unwritten(store.path) == ("results.csv",)
+    results.write_bytes(clean + clean.splitlines(keepends=True)[-1])   # a line added by hand
+    assert unwritten(store.path) == ("results.csv",)
+    results.write_bytes(clean)
+    (store.path / "events.jsonl").write_text("")
+    assert unwritten(store.path) == ("events.jsonl",)
