@@ -308,7 +308,7 @@ def test_a_run_whose_data_disk_fills_up_is_closed_as_failed(tmp_path, write_para
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(RunStore, "append", append)
-        with pytest.raises(DataError, match="No space left on device"):
+        with pytest.raises(DataError, match="cannot write"):
             runner.run(params.load(path), data_root=small_fs / "raw", work_root=tmp_path / "work", progress=False)
     (run_dir,) = (small_fs / "raw" / "exp").iterdir()
     assert read_manifest(run_dir)["status"] == "failed"
