@@ -367,10 +367,12 @@ class RunStore:
         writer lock (`writer`; taken here if not given)."""
         manifest = load_manifest(path)
         store = cls(path, manifest.columns, writer or lock_writer(path))
-        for name in ("results.csv", "intervals.csv", "servers.jsonl", "events.jsonl"):
-            torn = _repair_torn_tail(path / name)
-            if torn:
-                store.event("repaired", file=name, dropped_bytes=torn)
+        torn = {name: _repair_torn_tail(path / name) for name in CHECKSUMMED}
+        for name in [n for n in CHECKSUMMED if (path / n).exists()] + _variables_files(path):
+            store._digest(name)     # the record of writes covers what earlier sessions wrote too
+        for name, dropped in torn.items():
+            if dropped:
+                store.event("repaired", file=name, dropped_bytes=dropped)
         store._reserve()
         return store
 
@@ -547,9 +549,12 @@ def unwritten(path: str | os.PathLike) -> tuple[str, ...]:
 
 def checksums(path: Path) -> dict[str, str]:
     """Every data file of a run, server variables included (they are evidence too)."""
-    names = [n for n in CHECKSUMMED if (path / n).exists()]
-    names += sorted(f"variables/{p.name}" for p in (path / "variables").glob("*.json"))
+    names = [n for n in CHECKSUMMED if (path / n).exists()] + _variables_files(path)
     return {name: sha256_file(path / name) for name in names}
+
+
+def _variables_files(path: Path) -> list[str]:
+    return sorted(f"variables/{p.name}" for p in (path / "variables").glob("*.json"))
 
 
 def load_manifest(path: str | os.PathLike) -> RunManifest:

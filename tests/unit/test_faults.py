@@ -171,3 +171,16 @@ def test_what_a_killed_writer_wrote_is_checked_like_checksums(tmp_path):
     results.write_bytes(clean)
     (store.path / "events.jsonl").write_text("")
     assert unwritten(store.path) == ("events.jsonl",)
+
+
+def test_a_resumed_writer_records_what_earlier_sessions_wrote(tmp_path):
+    """Killed right after a resume began: the files of the earlier sessions, untouched since,
+    are as recorded, not 'changed'."""
+    from claimlab.store import unwritten
+    store = _store(tmp_path)
+    store.append(_record(store))
+    store.finish("interrupted")
+    store.close()
+    reopened = RunStore.open_run(store.path)
+    reopened.event("resumed")
+    assert unwritten(store.path) == ()
