@@ -110,6 +110,10 @@ def test_the_reaper_never_goes_through_a_link_nor_trusts_a_foreign_marker(tmp_pa
     (elsewhere / ".lock").touch()
     reaper.mark(elsewhere, "link")
     (elsewhere / "keep").write_text("y")
+    sockdir = tmp_path / "claimlab-sock"          # what a server's option file there names
+    sockdir.mkdir()
+    (elsewhere / "home").mkdir()
+    (elsewhere / "home" / "my.cnf").write_text(f"[mysqld]\nsocket={sockdir}/mysqld.sock\n")
     (work / "link").symlink_to(elsewhere)
     forged = work / "forged"                      # a marker naming another run
     forged.mkdir()
@@ -118,6 +122,7 @@ def test_the_reaper_never_goes_through_a_link_nor_trusts_a_foreign_marker(tmp_pa
     result = run_cli("diff", "no_such_target", "no_such_target", "--work", str(work))
     assert result.returncode == 1 and "no_such_target" in result.stderr, result.stderr
     assert (elsewhere / "keep").read_text() == "y" and (work / "link").is_symlink()
+    assert sockdir.is_dir(), "nothing is removed through a link"
     assert forged.is_dir()
 
 
