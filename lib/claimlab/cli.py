@@ -192,7 +192,8 @@ def cmd_run(args) -> int:
             raise
         again = " ".join(["claimlab run", args.params, "--profile", args.profile,
                           *(["--target", args.target] if args.target else []),
-                          *(["--data", str(args.data)] if args.data else []), "--resume", run_id])
+                          *(["--data", str(args.data)] if args.data else []),
+                          *(["--work", str(args.work)] if args.work else []), "--resume", run_id])
         print(f"claimlab: {exc}; run {run_id} keeps what was measured. Resume with: {again}", file=sys.stderr)
         return EXIT_INTERRUPTED
     for reason in outcome.skipped.values():

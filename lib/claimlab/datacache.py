@@ -20,6 +20,7 @@ import os
 import shutil
 from pathlib import Path
 
+from .errors import DataError
 from .servers import cache_dir
 
 MIN_LOAD_S = 1.0                 # made faster, a directory costs less than a copy (200 MB: 0.3 s)
@@ -83,15 +84,29 @@ def restore(server, cache_key: str | None) -> bool:
     server.home.mkdir(parents=True, exist_ok=True)
     partial = server.home / "data.partial"
     shutil.rmtree(partial, ignore_errors=True)
-    shutil.copytree(entry / "data", partial, symlinks=True, ignore=_SPARE_REDO)   # older entries hold them
-    password = entry / "root.password"
-    if password.exists():
-        fd = os.open(server.password_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as fh:
-            fh.write(password.read_text())
+    try:
+        shutil.copytree(entry / "data", partial, symlinks=True, ignore=_SPARE_REDO)   # older entries hold them
+        password = entry / "root.password"
+        if password.exists():
+            fd = os.open(server.password_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w") as fh:
+                fh.write(password.read_text())
+    except (shutil.Error, OSError) as exc:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise DataError(f"{server.home}: cannot copy a cached data directory there: {_why(exc)}; free space on "
+                        "--work's file system (or name another --work), then `claimlab run ... --resume`") from None
     partial.rename(server.datadir)
     os.utime(entry)
     return True
+
+
+def _why(exc: Exception) -> str:
+    """The cause of a failed copy in a few words: copytree gathers one error per file, as
+    (source, destination, reason) triples, and a full disk fails them all alike."""
+    if isinstance(exc, shutil.Error) and exc.args and isinstance(exc.args[0], list) and exc.args[0]:
+        reason = str(exc.args[0][0][-1])
+        return reason.split("] ", 1)[-1].split(":")[0]
+    return exc.strerror or str(exc)
 
 
 def save(server, cache_key: str | None) -> bool:

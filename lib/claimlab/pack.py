@@ -146,8 +146,12 @@ def pack(run_dir: str | os.PathLike) -> dict:
         entry = {"format_version": PACK_FORMAT_VERSION, "packed_at": now(), "tables": tables}
         RunStore(run_dir, manifest.columns).write_manifest(manifest.with_(extra=manifest.extra | {"packed": entry}))
         placed = []   # referenced by the manifest now: they are the run's data
-    except OSError as exc:
-        raise PackError(f"{run_dir}: cannot pack ({exc.strerror or exc}); the run is unchanged") from None
+    except PackError:
+        raise
+    except (OSError, DataError) as exc:   # the store's atomic write says DataError for a full disk
+        cause = exc if isinstance(exc, OSError) else exc.__context__
+        reason = getattr(cause, "strerror", None) or exc
+        raise PackError(f"{run_dir}: cannot pack ({reason}); the run is unchanged") from None
     finally:
         for leftover in temps + placed:
             leftover.unlink(missing_ok=True)

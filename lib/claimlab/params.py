@@ -42,7 +42,7 @@ from .store import RESERVED_COLUMNS
 
 PROFILES = ("smoke", "quick", "full")
 # A factor becomes a column of results.csv beside these: a clash makes the file unreadable.
-_SIZE = re.compile(r"^([0-9]+)([KMGkmg]?)$")
+_SIZE = re.compile(r"([0-9]+)([KMGkmg]?)\Z")
 _SIZE_RANGE = (5 << 20, 1 << 40)     # innodb_buffer_pool_size: MySQL's minimum 5M; at most 1T
 
 @dataclass(frozen=True)
@@ -125,7 +125,7 @@ class ServerOptionsIn(Model):
 
     @model_validator(mode="after")
     def _valid(self):
-        size = _SIZE.match(self.innodb_buffer_pool_size or "")
+        size = _SIZE.fullmatch(self.innodb_buffer_pool_size or "")
         if size:
             value = int(size[1]) << {"": 0, "k": 10, "m": 20, "g": 30}[size[2].lower()]
             if not _SIZE_RANGE[0] <= value <= _SIZE_RANGE[1]:
@@ -196,7 +196,7 @@ class TarballTarget(_LocalTarget):
 
     @model_validator(mode="after")
     def _source(self):
-        if self.version is not None and not re.match(r"^\d+\.\d+\.\d+$", self.version):
+        if self.version is not None and not re.fullmatch(r"\d+\.\d+\.\d+", self.version):
             raise fail(f"{show(self.version)} is not a MySQL version like 8.0.40 (a full release)", "version")
         if not self.version and not self.path:
             raise fail("a mysql-tarball target needs `path` (a local tarball) or `version`", "path")
@@ -276,7 +276,13 @@ WORKLOAD_MODELS = {kind: _workload_model(cls) for kind, cls in wl.KINDS.items()}
 
 
 def workload(name: str, data: Any, source: str, where: str) -> wl.Workload:
-    """A workload from its mapping: `kind` picks the class, every other key is one of its parameters."""
+    """A workload from its mapping: `kind` picks the class, every other key is one of its parameters.
+    Its name is part of its schema's (`Workload.schema`), which must fit MySQL's identifier limit:
+    a longer one would pass here and fail mid-run, at the first load."""
+    if len(name) > wl.MAX_NAME:
+        raise ConfigError(source, where, f"a workload name may have at most {wl.MAX_NAME} characters "
+                                         f"(its schema's name, claimlab_<name>_<hash>, must fit MySQL's "
+                                         f"{wl.MAX_SCHEMA}); this one has {len(name)}")
     kind = data.get("kind") if isinstance(data, dict) else None
     if isinstance(data, dict) and kind not in WORKLOAD_MODELS:
         if kind is None:
@@ -535,6 +541,8 @@ def find(name_or_path: str, params_dir: Path | None = None, what: str = "params 
     """`binlog_default` or `params/binlog_default.yaml`: the same file. An unknown name lists the
     names there are."""
     path = Path(name_or_path)
+    if path.exists() and not path.is_file() and not path.is_dir():
+        raise ConfigError(str(path), "", f"is not a regular file (a FIFO, socket or device); name a {what}")
     if path.suffix in (".yaml", ".yml"):
         if not path.is_file():
             raise ConfigError(str(path), "", f"no such {what}")

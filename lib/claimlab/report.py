@@ -364,7 +364,10 @@ def analyze_runs(run_ids: Iterable[str], data_root: Path | None = None, *, accep
             continue
         seen.add(path.resolve())
         results = read_results(path, accept_modified=accept_modified)
-        claim_id = str(results["claim"].iloc[0]) if len(results) else ""
+        if not len(results):
+            raise ClaimlabError(f"{path}: the run holds no measurement ({read_manifest(path).get('status')}); "
+                                "nothing to analyse")
+        claim_id = str(results["claim"].iloc[0])
         if claim_id not in claims:
             raise ClaimlabError(f"{path}: data/claims.yaml has no claim {claim_id!r}")
         state = results.attrs.get("run_state", {})

@@ -52,13 +52,16 @@ from .servers import (
     ExternalServer,
     Launcher,
     Placer,
+    ServerOptions,
     check_available,
     check_cpus,
     flavor_of,
+    reap,
     reaping,
     stop_all,
     verify_settings,
 )
+from .servers.reaper import mark
 from .store import (
     FORMAT_VERSION,
     MeasurementRecord,
@@ -67,11 +70,13 @@ from .store import (
     RunStore,
     find_run,
     load_manifest,
+    lock_writer,
     now,
     project_root,
     read_results,
     run_state,
     runs_root,
+    unwritten,
 )
 
 __all__ = ["run", "RunOutcome", "Interrupted", "verify_settings", "external_plan", "signals_raise"]
@@ -156,11 +161,11 @@ def check_resumable(exp: Experiment, manifest: RunManifest, path: Path) -> None:
                             "(kept in its manifest); restore the file or start a new run")
     if manifest.default_target is not None and manifest.default_target != exp.default_target:
         raise ClaimlabError(f"run {rid} ran on target {manifest.default_target}, not {exp.default_target}")
-    if manifest.status in ("interrupted", "failed"):
-        state = run_state(path)
-        if state.changed:
-            raise ClaimlabError(f"run {rid}: {', '.join(state.changed)} changed after the run stopped "
-                                "(checksum mismatch); refusing to resume over edited data")
+    # closed (interrupted, failed): its checksums; killed (still `running`): what it recorded writing
+    changed = run_state(path).changed if manifest.status in ("interrupted", "failed") else unwritten(path)
+    if changed:
+        raise ClaimlabError(f"run {rid}: {', '.join(changed)} changed after the run stopped "
+                            "(checksum mismatch); refusing to resume over edited data")
 
 
 def run(exp: Experiment, *, data_root: Path | None = None, work_root: Path | None = None,
@@ -177,35 +182,59 @@ def run(exp: Experiment, *, data_root: Path | None = None, work_root: Path | Non
     runnable, skipped = runnable_conditions(exp, conds)
     for workload in {w.name: w for c in runnable for w in c.workloads}.values():
         workload.check_tools()
-    for line in external_plan(exp, runnable):
-        (log or (lambda _: None))(line)
     design = exp.design
     # a sequential rule counts server starts; with `starts_per_block` k a block holds k of each cell
     k = design.starts_per_block
     blocks = (design.sequential.max_blocks if design.sequential else design.repetitions) // k
     first_look = design.sequential.min_blocks // k if design.sequential else 1
     units = schedule(runnable, blocks, design.seed, design.side_by_side, design.starts_per_block)
-    work_root = work_root or project_root() / "work"
+    work_root = (work_root or project_root() / "work").absolute()
 
+    writer = store = None
     if resume:
         path = find_run(resume, data_root)
-        manifest = load_manifest(path)
-        check_resumable(exp, manifest, path)    # reads only
-        store = None
+        writer = lock_writer(path)     # one writer per run, whatever --work: a live run refuses here
+        try:
+            manifest = load_manifest(path)
+            check_resumable(exp, manifest, path)    # reads only
+        except BaseException:
+            writer.close()
+            raise
     else:
-        manifest = _new_manifest(exp, conds, units, skipped)
-        store = RunStore.create(data_root, manifest)
-        path = store.path
+        manifest = _new_manifest(exp, conds, units, skipped, work_root)
+        path = None
     run_id = manifest.run_id
-    outcome = RunOutcome(run_id, path, "running", skipped=skipped)
     work = work_root / run_id
     lock = bar = ctx = placer = None
     launcher = Launcher(work)
+    try:   # on an external target, a run that another holds is refused before anything is written
+        _lock_externals(exp, runnable, launcher)
+    except BaseException:
+        launcher.close()
+        if writer is not None:
+            writer.close()
+        raise
+    for line in external_plan(exp, runnable):
+        (log or (lambda _: None))(line)
+    if not resume:
+        try:
+            store = RunStore.create(data_root, manifest)
+        except BaseException:
+            launcher.close()
+            raise
+        path = store.path
+    outcome = RunOutcome(run_id, path, "running", skipped=skipped)
     try:
-        lock, reaped = claim_work(work_root, work, run_id)   # refuses a live run before anything is written
+        # the servers of this run's earlier sessions, wherever their --work was
+        earlier = Path(manifest.work_root) if resume and manifest.work_root else None
+        reaped = reap(earlier) if earlier is not None and earlier != work_root else []
+        lock, here = claim_work(work_root, work, run_id)   # refuses a live run before anything is written
+        reaped += here
         if store is None:
-            store = RunStore.open_run(path)
+            store = RunStore.open_run(path, writer)
             store.event("resumed", git=provenance.git_commit(project_root()), host=provenance.host_facts())
+            if manifest.work_root != str(work_root):
+                store.update_manifest(work_root=str(work_root))
         if reaped:
             store.event("reaped_stale_servers", pids=reaped)
         placer = _placer(exp, runnable, store, log)
@@ -247,6 +276,8 @@ def run(exp: Experiment, *, data_root: Path | None = None, work_root: Path | Non
         store.finish("complete", skipped_targets=skipped)
     except BaseException as exc:
         if store is None or lock is None:
+            if writer is not None:
+                writer.close()
             raise          # refused before anything was touched
         outcome.status = "interrupted" if isinstance(exc, (Interrupted, KeyboardInterrupt)) else "failed"
         if isinstance(exc, Interrupted):
@@ -260,15 +291,24 @@ def run(exp: Experiment, *, data_root: Path | None = None, work_root: Path | Non
             stop_all([proc.server for s in ctx.stopping for proc in s.procs])   # failed: nothing saved
         if bar is not None:
             bar.close()
+        if lock is not None and store is not None:
+            _drop_external_schemas(exp, runnable, store)   # while this run still holds their lock
         launcher.close()
         if placer is not None:
             placer.close()     # after the servers stopped: none runs from a copy any more
         if lock is not None:
             cleanup_work(work)
             lock.close()
-            if store is not None:
-                _drop_external_schemas(exp, runnable, store)
+        if store is not None:
+            store.close()
     return outcome
+
+
+def _lock_externals(exp: Experiment, conds: list[Condition], launcher: Launcher) -> None:
+    """Take each external target's named lock now, for the whole run (`Launcher`): a run refused
+    there has created nothing, neither a run folder nor a schema, and drops nothing."""
+    for name in sorted({c.target for c in conds if exp.targets[c.target].kind == "external"}):
+        launcher.prepare(exp.targets[name], ServerOptions())
 
 
 def _placer(exp: Experiment, conds: list[Condition], store: RunStore, log) -> Placer | None:
@@ -284,8 +324,9 @@ def _placer(exp: Experiment, conds: list[Condition], store: RunStore, log) -> Pl
     return None
 
 
-def _new_manifest(exp: Experiment, conds: list[Condition], units: list[Unit], skipped) -> RunManifest:
-    return RunManifest.new(
+def _new_manifest(exp: Experiment, conds: list[Condition], units: list[Unit], skipped,
+                  work_root: Path | None = None) -> RunManifest:
+    return RunManifest.new(work_root=None if work_root is None else str(work_root),
         experiment=exp.name, claim=exp.claim, profile=exp.profile, factors=[f.name for f in exp.factors],
         params_file=exp.source, params=exp.document, seed=exp.design.seed, design=_design_dict(exp),
         targets={n: t.public() for n, t in exp.targets.items()}, default_target=exp.default_target,
@@ -314,17 +355,20 @@ def claim_work(work_root: Path, work: Path, run_id: str):
         work.mkdir(parents=True, exist_ok=True)
         lock = open(work / ".lock", "w")
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        mark(work, run_id)     # the reaper removes only what claimlab marked as its own
     return lock, reaped
 
 
 def _close_quietly(store: RunStore, status: str, exc: BaseException) -> None:
     """Record why the run stopped; if even that cannot be written (disk full), the original error
     is the one to report, and the results file is already valid."""
-    try:
-        store.event(status, reason=f"{type(exc).__name__}: {exc}")
-        store.finish(status)
-    except (OSError, ClaimlabError):
-        pass
+    store.release_reserve()    # a full disk still has room for the closing records
+    for close in (lambda: store.event(status, reason=f"{type(exc).__name__}: {exc}"),
+                  lambda: store.finish(status)):
+        try:
+            close()
+        except (OSError, ClaimlabError):
+            pass
 
 
 def external_plan(exp: Experiment, conds: list[Condition]) -> list[str]:

@@ -25,9 +25,10 @@ MAX_FILE_BYTES = 1_000_000
 MAX_DEPTH = 40
 MAX_NODES = 100_000
 # Names that end up in SQL identifiers, file names and CSV columns: keep them boring.
-NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,47}$")
+# `\Z`, not `$`: `$` also matches before a final newline, which would pass "name\n" into a CSV header
+NAME_RE = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,47}\Z")
 # Levels end up in CSV cells and condition ids.
-LEVEL_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,47}$")
+LEVEL_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,47}\Z")
 
 
 # --------------------------------------------------------------------------- reading YAML
@@ -104,21 +105,29 @@ def read_yaml(path: str | Path) -> Any:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ConfigError(source, "", f"not UTF-8 text (byte {exc.start})") from None
-    loader = _Loader(text)
+    loader = None
     try:
+        loader = _Loader(text)      # its reader already refuses control characters
         node = loader.get_single_node()
         if node is None:
             return None
         if _expanded_size(node) > MAX_NODES:
             raise ConfigError(source, "", f"aliases expand to more than {MAX_NODES} values; refused")
         return loader.construct_document(node)
+    except yaml.reader.ReaderError as exc:
+        line = text.count("\n", 0, exc.position) + 1
+        column = exc.position - text.rfind("\n", 0, exc.position)
+        raise ConfigError(source, f"line {line}, column {column}",
+                          f"malformed YAML: unacceptable character #x{exc.character:04x} "
+                          "(control characters are not allowed)") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise ConfigError(source, where, f"malformed YAML: {cap(problem)}") from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
 
 
 # --------------------------------------------------------------------------- models and errors
@@ -131,6 +140,12 @@ def cap(text: str, limit: int = 120) -> str:
     """One line of at most `limit` characters."""
     text = " ".join(str(text).split())
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def printable(text: str) -> str:
+    """`text` with control, format (bidi) and other unprintable characters escaped: a field path
+    echoes keys as written, and a raw ESC or U+202E would recolour or reorder the terminal line."""
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in str(text))
 
 
 def show(value: Any) -> str:
@@ -175,7 +190,7 @@ class Model(BaseModel):
 
 def _matching(pattern: re.Pattern, what: str) -> AfterValidator:
     def check(value: str) -> str:
-        if not pattern.match(value):
+        if not pattern.fullmatch(value):
             raise ValueError(f"{show(value)} is not a valid name ({what})")
         return value
     return AfterValidator(check)
@@ -194,7 +209,7 @@ M = TypeVar("M", bound=BaseModel)
 
 
 def check_name(value: Any, source: str, path: str, pattern: re.Pattern = NAME_RE) -> str:
-    if not isinstance(value, str) or not pattern.match(value):
+    if not isinstance(value, str) or not pattern.fullmatch(value):
         raise ConfigError(source, path, f"{show(value)} is not a valid name")
     return value
 
@@ -211,13 +226,14 @@ def config_error(exc: ValidationError, source: str | Path, where: str = "") -> C
     error = exc.errors(include_url=False)[0]
     loc = list(error["loc"])
     if loc and loc[-1] == "[key]":    # a mapping key was refused: name it as written (`on` is True)
-        loc[-2:] = [cap(str(error["input"]), 60)]
+        loc[-2:] = [cap(printable(error["input"]), 60)]
     ctx = error.get("ctx") or {}
     if error["type"] == "claimlab" and "field" in ctx:
         loc.append(ctx["field"])
     path = where
     for part in loc:
-        path += f"[{part}]" if type(part) is int else (f".{part}" if path else str(part))
+        part = part if type(part) is int else printable(part)
+        path += f"[{part}]" if type(part) is int else (f".{part}" if path else part)
     return ConfigError(source, path or "(top level)", _message(error, ctx))
 
 

@@ -28,11 +28,13 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import errno
+import fcntl
 import hashlib
 import io
 import json
 import math
 import os
+import re
 import secrets
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -54,6 +56,9 @@ INTERVAL_COLUMNS = ("run_id", "condition", "workload", "repetition", "iteration"
                     "threads", "tps", "qps", "latency_p95_ms", "errors_per_s", "reconnects_per_s")
 CHECKSUMMED = ("results.csv", "intervals.csv", "servers.jsonl", "events.jsonl")
 STATUSES = ("running", "complete", "interrupted", "failed")
+RUN_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]*\Z")
+# What identifies one measured value: a second row with the same key is a second writer's
+MEASUREMENT_KEY = ["condition", "workload", "repetition", "iteration", "metric"]
 
 
 def project_root(start: Path | None = None) -> Path:
@@ -119,16 +124,20 @@ def _append(path: Path, text: str, *, sync: bool = True) -> None:
         os.close(fd)
 
 
-def _write_atomic(path: Path, text: str) -> None:
+def _write_atomic(path: Path, text: str, *, sync: bool = True) -> None:
+    """The whole new content or the old one; a failed write (disk full) leaves no temporary file."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         with open(tmp, "w") as fh:
             fh.write(text)
             fh.flush()
-            os.fsync(fh.fileno())
+            if sync:
+                os.fsync(fh.fileno())
         os.replace(tmp, path)
-    finally:   # a failed write leaves the old file, and no stray copy beside it
+    except OSError as exc:
         tmp.unlink(missing_ok=True)
+        raise DataError(f"{path}: cannot write: {exc.strerror}; what was measured before is intact: free "
+                        "space or fix permissions, then `claimlab run ... --resume`") from None
 
 
 def _csv_lines(rows: Iterable[Iterable[Any]]) -> str:
@@ -218,7 +227,7 @@ class MeasurementRecord:
 _MANIFEST_FIELDS = ("run_id", "experiment", "claim", "profile", "status", "format_version", "columns",
                     "factors", "created_at", "seed", "params_file", "params", "design", "targets",
                     "default_target", "conditions", "plan", "skipped_targets", "provenance",
-                    "speed_probe", "finished_at", "checksums")
+                    "speed_probe", "finished_at", "checksums", "work_root")
 
 
 @dataclass(frozen=True)
@@ -250,6 +259,7 @@ class RunManifest:
     speed_probe: dict | None = None   # {"sql", "n", "target_s"} once calibrated
     finished_at: str | None = None
     checksums: dict = field(default_factory=dict)
+    work_root: str | None = None      # where its servers run (--work): a resume reaps them there
     extra: dict = field(default_factory=dict)
 
     def __post_init__(self):
@@ -299,12 +309,41 @@ def columns_for(factors: Iterable[str]) -> tuple[str, ...]:
     return BASE_COLUMNS + tuple(factors) + TAIL_COLUMNS
 
 
+WRITER_LOCK = ".writer.lock"      # held by the one process writing a run, for as long as it does
+WRITTEN = ".written.json"         # what the writer wrote, as it wrote it (`unwritten`)
+RESERVE = ".reserve"              # space kept for the closing records when the disk fills up
+RESERVE_BYTES = 1 << 20           # a manifest is 10-20 kB; events and the record of writes less
+
+
+def lock_writer(path: Path):
+    """The run's writer lock, taken (an open file; closing it releases the lock). It lives in the
+    run's own directory, so two processes never write one run, whatever their --work."""
+    try:
+        lock = open(path / WRITER_LOCK, "a")
+    except OSError as exc:
+        raise DataError(f"{path}: cannot open {WRITER_LOCK} ({exc.strerror})") from None
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        lock.close()
+        raise DataError(f"run {path.name} is still running: another claimlab process writes to it (it holds "
+                        f"{path / WRITER_LOCK}); nothing was changed") from None
+    return lock
+
+
 @dataclass
 class RunStore:
-    """Writes one run's files. Created once; reopened (never recreated) to resume."""
+    """Writes one run's files, holding the run's writer lock. Created once; reopened (never
+    recreated) to resume.
+
+    Every append is recorded first in `WRITTEN`: each data file's length and SHA-256 before and
+    after it. A run killed before it could write its checksums (SIGKILL, power loss) is then
+    checked on resume as a closed one is (`unwritten`)."""
 
     path: Path
     columns: tuple[str, ...]
+    writer: Any = field(default=None, repr=False, compare=False)
+    _digests: dict = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def create(cls, root: Path, manifest: RunManifest) -> "RunStore":
@@ -315,23 +354,82 @@ class RunStore:
             raise DataError(f"{root}: cannot make a run directory there ({exc.strerror}); "
                             "name a writable directory") from None
         path.mkdir()   # fails if it exists: a run directory is never reused
-        store = cls(path, manifest.columns)
+        store = cls(path, manifest.columns, lock_writer(path))
+        store._reserve()
         store.write_manifest(manifest)
-        _append(path / "results.csv", _csv_lines([manifest.columns]))
-        _append(path / "intervals.csv", _csv_lines([INTERVAL_COLUMNS]))
+        store._put("results.csv", _csv_lines([manifest.columns]))
+        store._put("intervals.csv", _csv_lines([INTERVAL_COLUMNS]))
         return store
 
     @classmethod
-    def open_run(cls, path: Path) -> "RunStore":
+    def open_run(cls, path: Path, writer=None) -> "RunStore":
         """Reopen to resume: torn tails (a crash mid-write) are cut and logged. The caller has
-        checked first (see `resumable`) that resuming may touch this run at all."""
+        checked first (see `resumable`) that resuming may touch this run at all, holding its
+        writer lock (`writer`; taken here if not given)."""
         manifest = load_manifest(path)
-        store = cls(path, manifest.columns)
-        for name in ("results.csv", "intervals.csv", "servers.jsonl", "events.jsonl"):
-            torn = _repair_torn_tail(path / name)
-            if torn:
-                store.event("repaired", file=name, dropped_bytes=torn)
+        store = cls(path, manifest.columns, writer or lock_writer(path))
+        torn = {name: _repair_torn_tail(path / name) for name in CHECKSUMMED}
+        for name in [n for n in CHECKSUMMED if (path / n).exists()] + _variables_files(path):
+            store._digest(name)     # the record of writes covers what earlier sessions wrote too
+        for name, dropped in torn.items():
+            if dropped:
+                store.event("repaired", file=name, dropped_bytes=dropped)
+        store._reserve()
         return store
+
+    def close(self) -> None:
+        """Release the writer lock (the process ending releases it too)."""
+        if self.writer is not None:
+            self.writer.close()
+            self.writer = None
+
+    def _reserve(self) -> None:
+        """Set space aside, freed when the run closes (`release_reserve`): a run stopped by a full
+        disk can still record that it stopped, and why."""
+        try:
+            fd = os.open(self.path / RESERVE, os.O_WRONLY | os.O_CREAT, 0o600)
+        except OSError:
+            return
+        try:
+            os.posix_fallocate(fd, 0, RESERVE_BYTES)
+        except OSError:
+            pass      # no room even for that: the run will stop at its first write
+        finally:
+            os.close(fd)
+
+    def release_reserve(self) -> None:
+        (self.path / RESERVE).unlink(missing_ok=True)
+
+    def _digest(self, name: str) -> tuple[int, Any]:
+        if name not in self._digests:
+            digest = hashlib.sha256()
+            size = 0
+            if (self.path / name).exists():
+                data = (self.path / name).read_bytes()
+                digest.update(data)
+                size = len(data)
+            self._digests[name] = (size, digest)
+        return self._digests[name]
+
+    def _put(self, name: str, text: str, *, sync: bool = True) -> None:
+        """Append to one data file, recording first what the file is before and will be after."""
+        data = text.encode()
+        size, digest = self._digest(name)
+        after = digest.copy()
+        after.update(data)
+        self._record_written({name: {"before": [size, digest.hexdigest()],
+                                     "after": [size + len(data), after.hexdigest()]}})
+        _append(self.path / name, text, sync=sync)
+        self._digests[name] = (size + len(data), after)
+
+    def _record_written(self, changing: dict) -> None:
+        state = {}
+        for name in self._digests:
+            size, digest = self._digests[name]
+            state[name] = {"before": [size, digest.hexdigest()], "after": [size, digest.hexdigest()]}
+        # a killed process's writes outlive it without an fsync: only a machine's death loses them,
+        # and then the torn tails are what `open_run` repairs
+        _write_atomic(self.path / WRITTEN, json.dumps(state | changing, sort_keys=True), sync=False)
 
     @property
     def run_id(self) -> str:
@@ -359,9 +457,9 @@ class RunStore:
             raise DataError(f"{self.path}: measurement does not fit the columns "
                             f"(missing {missing}, unknown {unknown})")
         if record.intervals:
-            _append(self.path / "intervals.csv",
-                    _csv_lines([r[c] for c in INTERVAL_COLUMNS] for r in record.interval_rows()), sync=False)
-        _append(self.path / "results.csv", _csv_lines([r[c] for c in self.columns] for r in rows), sync=False)
+            self._put("intervals.csv",
+                      _csv_lines([r[c] for c in INTERVAL_COLUMNS] for r in record.interval_rows()), sync=False)
+        self._put("results.csv", _csv_lines([r[c] for c in self.columns] for r in rows), sync=False)
 
     def sync(self) -> None:
         """Flush the measurements appended so far to disk (the runner calls it after each unit)."""
@@ -384,13 +482,13 @@ class RunStore:
         vdir.mkdir(exist_ok=True)
         if not (vdir / f"{sha}.json").exists():
             _write_atomic(vdir / f"{sha}.json", text + "\n")
-        _append(self.path / "servers.jsonl", json.dumps(record | {"variables": sha}, sort_keys=True,
-                                                        default=str) + "\n")
+        self._digest(f"variables/{sha}.json")
+        self._put("servers.jsonl", json.dumps(record | {"variables": sha}, sort_keys=True, default=str) + "\n")
         return sha
 
     def event(self, kind: str, **fields) -> None:
-        _append(self.path / "events.jsonl", json.dumps({"at": now(), "event": kind, **fields},
-                                                       sort_keys=True, default=str) + "\n")
+        self._put("events.jsonl", json.dumps({"at": now(), "event": kind, **fields},
+                                              sort_keys=True, default=str) + "\n")
 
     def completed(self) -> set[tuple[str, str, int, int]]:
         """(condition, workload, repetition, iteration) of every stored measurement."""
@@ -420,14 +518,44 @@ class RunStore:
 
     def finish(self, status: str, **extra) -> None:
         self.sync()
+        self.release_reserve()
         self.update_manifest(status=status, finished_at=now(), checksums=checksums(self.path), **extra)
+
+
+def unwritten(path: str | os.PathLike) -> tuple[str, ...]:
+    """The data files of a run that differ from what its writer recorded writing (`RunStore`):
+    each must be as it was before or after the last write to it (and may end in a torn line,
+    which `open_run` cuts); a data file the writer never wrote counts too. Nothing recorded (a
+    run written before this record existed): nothing to compare."""
+    path = Path(path)
+    try:
+        written = json.loads((path / WRITTEN).read_text())
+    except FileNotFoundError:
+        return ()
+    except (OSError, ValueError):
+        return (WRITTEN,)
+    changed = [name for name in CHECKSUMMED if name not in written and (path / name).exists()]
+    for name, states in written.items():
+        try:
+            data = (path / name).read_bytes()
+        except OSError:
+            changed.append(name)
+            continue
+        if not any(len(data) >= size and b"\n" not in data[size:]
+                   and hashlib.sha256(data[:size]).hexdigest() == sha
+                   for size, sha in (states["before"], states["after"])):
+            changed.append(name)
+    return tuple(sorted(changed))
 
 
 def checksums(path: Path) -> dict[str, str]:
     """Every data file of a run, server variables included (they are evidence too)."""
-    names = [n for n in CHECKSUMMED if (path / n).exists()]
-    names += sorted(f"variables/{p.name}" for p in (path / "variables").glob("*.json"))
+    names = [n for n in CHECKSUMMED if (path / n).exists()] + _variables_files(path)
     return {name: sha256_file(path / name) for name in names}
+
+
+def _variables_files(path: Path) -> list[str]:
+    return sorted(f"variables/{p.name}" for p in (path / "variables").glob("*.json"))
 
 
 def load_manifest(path: str | os.PathLike) -> RunManifest:
@@ -515,6 +643,9 @@ def find_run(run_id: str, root: str | os.PathLike | None = None) -> Path:
     """A run directory from its id (or a path to it), under `root` or else under runs/ and data/raw."""
     if Path(run_id).is_dir() and (Path(run_id) / "manifest.json").exists():
         return Path(run_id)
+    if not RUN_ID_RE.fullmatch(run_id):   # a glob ('*', '2026*') would silently pick one run
+        raise DataError(f"{run_id[:80]!r} is not a run id (letters, digits, '-', '_', '.'; no "
+                        "wildcards); `claimlab runs` lists the stored runs")
     bases = [Path(root)] if root else run_roots()
     matches = [m for base in bases for m in sorted(base.glob(f"*/{run_id}"))]
     if not matches:
@@ -563,8 +694,22 @@ def read_results(path: str | os.PathLike, accept_modified: bool = False) -> pd.D
     for col in ["condition", "target", "workload", "metric", "unit", *manifest.factors]:
         df[col] = df[col].astype(str)
     df["contention"] = df["contention"].astype(str).str.lower().isin(["true", "1"])
+    _refuse_duplicates(path, df)
     df.attrs["run_state"] = {"status": state.status, "verified": state.verified, "note": state.note}
     return df
+
+
+def _refuse_duplicates(path: Path, df: pd.DataFrame) -> None:
+    """Two writers of one run (a resume started while the run was still alive, before the run
+    kept a writer's lock) stored measurements twice: analysed, each would count twice."""
+    twice = df[df.duplicated(MEASUREMENT_KEY, keep="first")]
+    if len(twice):
+        keys = twice.drop_duplicates(MEASUREMENT_KEY[:-1])
+        first = keys.iloc[0]
+        raise DataError(f"{path}/results.csv: {len(keys)} measurement{'s' if len(keys) > 1 else ''} stored "
+                        f"twice (e.g. {first['condition']} {first['workload']} repetition {first['repetition']} "
+                        f"iteration {first['iteration']}): two processes wrote this run; it cannot be analysed "
+                        "as it is")
 
 
 def read_intervals(path: str | os.PathLike) -> pd.DataFrame:

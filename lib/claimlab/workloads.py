@@ -20,20 +20,23 @@ import random
 import re
 import shutil
 import subprocess
-import tempfile
 import time
 from dataclasses import asdict, dataclass
 from importlib import resources
+from pathlib import Path
 from typing import Any, Callable, ClassVar, Iterator
 
 import mysql.connector
 
 from .errors import ServerGone, WorkloadError
 from .servers import confined
+from .servers.reaper import record_load_generator
 from .store import Metric
 
-_IDENT = re.compile(r"^[A-Za-z0-9_]+$")
+_IDENT = re.compile(r"[A-Za-z0-9_]+\Z")
 SYSBENCH_DIR = "/usr/share/sysbench"
+MAX_SCHEMA = 64                                       # MySQL's and MariaDB's limit on a schema's name
+MAX_NAME = MAX_SCHEMA - len("claimlab__") - 8         # `schema`: claimlab_<name>_<8 hex digits>
 
 
 @dataclass(frozen=True)
@@ -173,7 +176,7 @@ class VarcharScan(Workload):
     def __post_init__(self):
         for name in ("charset", "collation"):
             value = getattr(self, name)
-            if value is not None and not _IDENT.match(value):
+            if value is not None and not _IDENT.fullmatch(value):
                 raise ValueError(f"{name}: {value!r} is not a charset/collation name")
 
     def load(self, server, cur) -> None:
@@ -302,7 +305,7 @@ class Sysbench(Workload):
             raise ValueError("ps_mode: must be auto or disable")
         for name in ("charset", "collation", "schema_charset", "schema_collation"):
             value = getattr(self, name)
-            if value is not None and not _IDENT.match(value):
+            if value is not None and not _IDENT.fullmatch(value):
                 raise ValueError(f"{name}: {value!r} is not a charset/collation name")
         if self.collation and not self.charset:
             raise ValueError("collation: needs `charset` too")
@@ -326,18 +329,17 @@ class Sysbench(Workload):
             _require_collation(self, cur, self.schema_charset, self.schema_collation)
         if self.charset:
             _require_collation(self, cur, self.charset, self.collation)
-        with _options_file(server, self.schema()) as cfg:
-            _run_sysbench(self, server, [f"--config-file={cfg}", self.test, f"--tables={self.tables}",
-                                         f"--table-size={self.table_size}", "prepare"], timeout=3600)
+        _run_sysbench(self, server, [self.test, f"--tables={self.tables}", f"--table-size={self.table_size}",
+                                     "prepare"], timeout=3600)
 
     @contextlib.contextmanager
     def session(self, server, seed: int) -> Iterator[Callable[[], Measurement]]:
         wrapper = resources.files("claimlab") / "sysbench_names.lua"
         env = dict(os.environ, CLAIMLAB_SYSBENCH_TEST=f"{SYSBENCH_DIR}/{self.test}.lua",
                    CLAIMLAB_SET_NAMES=self.set_names())
-        with resources.as_file(wrapper) as lua, _options_file(server, self.schema()) as cfg:
+        with resources.as_file(wrapper) as lua:
             def measure(warmup: bool = False) -> Measurement:
-                args = [f"--config-file={cfg}", str(lua), f"--threads={self.threads}",
+                args = [str(lua), f"--threads={self.threads}",
                         f"--time={self.burst_time(warmup)}", f"--tables={self.tables}",
                         f"--table-size={self.table_size}", f"--db-ps-mode={self.ps_mode}",
                         f"--report-interval={self.report_interval}", f"--rand-seed={seed}", "run"]
@@ -391,9 +393,9 @@ def interleaved_session(server, workloads: dict[str, Sysbench], seed: int
     wrapper = resources.files("claimlab") / "sysbench_interleave.lua"
     levels = ";".join(f"{i}|{workloads[cid].schema()}|{workloads[cid].set_names()}" for i, cid in enumerate(ids))
     env = dict(os.environ, CLAIMLAB_SYSBENCH_TEST=f"{SYSBENCH_DIR}/{first.test}.lua", CLAIMLAB_LEVELS=levels)
-    with resources.as_file(wrapper) as lua, _options_file(server, first.schema()) as cfg:
+    with resources.as_file(wrapper) as lua:
         def measure(warmup: bool = False) -> dict[str, Measurement]:
-            args = [f"--config-file={cfg}", str(lua), f"--threads={first.threads}",
+            args = [str(lua), f"--threads={first.threads}",
                     f"--time={first.burst_time(warmup)}",
                     f"--tables={first.tables}", f"--table-size={first.table_size}",
                     f"--db-ps-mode={first.ps_mode}", f"--rand-seed={seed}", "run"]
@@ -436,9 +438,8 @@ def parse_interleaved(output: str, ids: list[str], threads: int, name: str = "sy
     return out
 
 
-@contextlib.contextmanager
-def _options_file(server, schema: str) -> Iterator[str]:
-    """sysbench reads its connection options from a private file, so no password shows in `ps`."""
+def _connection_options(server, schema: str) -> str:
+    """sysbench's connection options, in its config-file syntax."""
     args = server.connect_args()
     lines = [f"mysql-user={args['user']}", f"mysql-db={schema}"]
     if args.get("password"):
@@ -447,13 +448,7 @@ def _options_file(server, schema: str) -> Iterator[str]:
         lines.append(f"mysql-socket={args['unix_socket']}")
     else:
         lines += [f"mysql-host={args['host']}", f"mysql-port={args['port']}"]
-    fd, path = tempfile.mkstemp(prefix="claimlab-sysbench-", suffix=".cfg")
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write("\n".join(lines) + "\n")
-        yield path
-    finally:
-        os.unlink(path)
+    return "\n".join(lines) + "\n"
 
 
 def sysbench_binary() -> str:
@@ -465,19 +460,51 @@ def sysbench_binary() -> str:
 
 
 def _run_sysbench(workload: Workload, server, args: list[str], timeout: float, env=None) -> str:
+    """Run sysbench against `server`'s schema of `workload`. Its connection options (the password
+    among them) reach it through a pipe it reads as its `--config-file` (/dev/fd/N): never in `ps`,
+    and never in a file that a killed claimlab would leave behind. Its pid is recorded beside the
+    run's servers (servers.reaper), so a claimlab killed mid-measurement leaves no sysbench
+    running into the next run's measurements."""
+    options = _connection_options(server, workload.schema()).encode()
+    read_end, write_end = os.pipe()
+    try:
+        os.write(write_end, options)    # a few hundred bytes: the pipe's buffer holds them all
+    finally:
+        os.close(write_end)
     try:
         # on the server's vCPUs when it has some (design.cpus): client and server then share them
-        result = subprocess.run(confined([sysbench_binary(), *args], server.cpus), capture_output=True,
-                                text=True, timeout=timeout, env=env, stdin=subprocess.DEVNULL)
+        command = confined([sysbench_binary(), f"--config-file=/dev/fd/{read_end}", *args], server.cpus)
+        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env=env, stdin=subprocess.DEVNULL, pass_fds=(read_end,))
+    finally:
+        os.close(read_end)
+    where = _pid_dir(server)
+    pid_file = record_load_generator(where, proc.pid) if where is not None else None
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         raise WorkloadError(f"workload {workload.name}: sysbench did not finish in {timeout:.0f} s") from None
-    if result.returncode != 0:
-        lines = [ln for ln in (result.stderr + result.stdout).splitlines() if ln.strip()]
-        message = " | ".join(lines[-3:]) or f"exit code {result.returncode}"
+    finally:
+        if proc.poll() is None:     # a timeout, an interrupt: it must not outlive the measurement
+            proc.kill()
+            proc.communicate()
+        if pid_file is not None:
+            pid_file.unlink(missing_ok=True)
+    if proc.returncode != 0:
+        lines = [ln for ln in (stderr + stdout).splitlines() if ln.strip()]
+        message = " | ".join(lines[-3:]) or f"exit code {proc.returncode}"
         if not server.alive():
             raise ServerGone(f"workload {workload.name}: server went away during sysbench: {message}")
         raise WorkloadError(f"workload {workload.name}: sysbench failed: {message}")
-    return result.stdout
+    return stdout
+
+
+def _pid_dir(server) -> Path | None:
+    """Where a sysbench run against `server` records its pid: the server's home, or the run's work
+    directory for an external server (none outside a run)."""
+    home = getattr(server, "home", None)
+    directory = Path(home) if home is not None else getattr(server, "workdir", None)
+    return directory if directory is not None and directory.is_dir() else None
 
 
 _TOTALS = {

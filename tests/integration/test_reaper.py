@@ -4,7 +4,7 @@ servers (not only by the next `run`); two runs never share one external server."
 import pytest
 
 from claimlab.errors import TargetUnavailable
-from claimlab.servers import Launcher, ServerOptions, TargetSpec
+from claimlab.servers import Launcher, ServerOptions, TargetSpec, reaper
 from conftest import pid_alive, run_cli
 
 
@@ -12,6 +12,7 @@ def test_any_command_that_starts_servers_first_reaps_orphans(tmp_path, default_t
     run_dir = tmp_path / "work" / "20260101-000000-dead"
     run_dir.mkdir(parents=True)
     (run_dir / ".lock").touch()            # nobody holds it: the run that made it is dead
+    reaper.mark(run_dir, run_dir.name)     # and claimlab made it
     orphan = Launcher(run_dir).prepare(default_target, ServerOptions()).start()
     try:
         result = run_cli("diff", "no_such_target", "no_such_target", "--work", str(tmp_path / "work"))

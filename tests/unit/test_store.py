@@ -77,6 +77,7 @@ def test_torn_last_line_is_detected_then_repaired(store):
         fh.write("20261122,C4,exp,binlog=on,on,def")   # a crash mid-write
     with pytest.raises(DataError, match="torn"):
         read_results(store.path)
+    store.close()     # the crashed writer's lock is gone with it
     reopened = RunStore.open_run(store.path)
     assert len(read_results(reopened.path)) == 1
     events = [json.loads(x) for x in (store.path / "events.jsonl").read_text().splitlines()]

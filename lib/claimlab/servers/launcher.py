@@ -116,7 +116,9 @@ class Launcher:
                 raise ConfigError("(params)", f"targets.{target.name}",
                                   "conditions may not set server options on an external target")
             self._lock_external(target)
-            return ExternalServer(target)
+            server = ExternalServer(target)
+            server.workdir = self.workdir     # where its sysbench runs record their pids (reaper)
+            return server
         effective = target.options.merged(options)
         home = self.home(target, options, slot)
         if fresh and home.exists():

@@ -11,9 +11,10 @@ from typing import Any
 KINDS = ("mariadb", "mysql-debian", "mysql-tarball", "external")
 READY_TIMEOUT_S = 60.0
 INIT_TIMEOUT_S = 300.0
-_IDENT = re.compile(r"^[A-Za-z0-9_]+$")
-_OPTION_NAME = re.compile(r"^[a-z][a-z0-9_\-]*$")
-_SIZE = re.compile(r"^[0-9]+[KMGkmg]?$")
+# `\Z`, not `$` (which also matches before a final newline): these end up as lines of my.cnf
+_IDENT = re.compile(r"[A-Za-z0-9_]+\Z")
+_OPTION_NAME = re.compile(r"[a-z][a-z0-9_\-]*\Z")
+_SIZE = re.compile(r"[0-9]+[KMGkmg]?\Z")
 
 
 
@@ -36,9 +37,9 @@ class ServerOptions:
     def __post_init__(self):
         for name in ("character_set_server", "collation_server"):
             value = getattr(self, name)
-            if value is not None and not _IDENT.match(value):
+            if value is not None and not _IDENT.fullmatch(value):
                 raise ValueError(f"{name}: {value!r} is not a charset/collation name")
-        if self.innodb_buffer_pool_size is not None and not _SIZE.match(self.innodb_buffer_pool_size):
+        if self.innodb_buffer_pool_size is not None and not _SIZE.fullmatch(self.innodb_buffer_pool_size):
             raise ValueError(f"innodb_buffer_pool_size: {self.innodb_buffer_pool_size!r} is not a size")
         if self.innodb_flush_log_at_trx_commit not in (None, 0, 1, 2):
             raise ValueError("innodb_flush_log_at_trx_commit: must be 0, 1 or 2")
@@ -47,7 +48,7 @@ class ServerOptions:
         if self.binlog_format not in (None, "ROW", "STATEMENT", "MIXED"):
             raise ValueError("binlog_format: must be ROW, STATEMENT or MIXED")
         for key, value in self.extra:
-            if not _OPTION_NAME.match(key):
+            if not _OPTION_NAME.fullmatch(key):
                 raise ValueError(f"extra: {key!r} is not an option name")
             if any(c in value for c in "\n\r\0"):
                 raise ValueError(f"extra.{key}: the value may not contain line breaks")

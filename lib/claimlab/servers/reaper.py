@@ -1,16 +1,25 @@
-"""Servers left behind by a claimlab that was killed (SIGKILL, power loss): found and stopped at
-the next claimlab start that may start servers, never left running until someone notices.
+"""Servers and load generators left behind by a claimlab that was killed (SIGKILL, power loss):
+found and stopped at the next claimlab start that may start servers, never left running until
+someone notices.
 
-A run's directory under the work root holds a `.lock` that the live run keeps locked; a directory
-whose lock nobody holds belongs to a dead run. Its servers are stopped by their pid files, and only
-when the process's command line names that directory's option file, so a recycled pid is never hit.
+A run's directory under the work root holds a `.lock` that the live run keeps locked, and a marker
+(`MARKER`) naming the run, written when the run claimed the directory. Only a directory with both,
+whose marker names the directory itself, is claimlab's: anything else under `--work` (a project
+that happens to hold a `.lock`, a symbolic link to anywhere) is never touched, and nothing is
+reached through a symbolic link. A marked directory whose lock nobody holds belongs to a dead
+run. Its servers are stopped by their pid files, only when the process's command line names that
+directory's option file, and its sysbench processes by theirs, only when the process started at
+the recorded time, so a recycled pid is never hit.
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
+import os
 import shutil
+import stat
 import time
 from pathlib import Path
 from typing import Iterator
@@ -20,6 +29,8 @@ import psutil
 from .local import remove_socket_dir
 
 REAPER_LOCK = ".reaper.lock"
+MARKER = ".claimlab-work.json"
+LOAD_PID_GLOB = "sysbench-*.pid"
 
 
 @contextlib.contextmanager
@@ -41,27 +52,90 @@ def reap(work_root: Path) -> list[int]:
         return reaped
 
 
+def mark(work: Path, run_id: str) -> None:
+    """Say that `work` is the work directory of run `run_id`, made by claimlab (`reap_stale`
+    removes nothing else)."""
+    (work / MARKER).write_text(json.dumps({"run_id": run_id, "made_by": "claimlab"}) + "\n")
+
+
+def is_marked(run_dir: Path) -> bool:
+    """Whether `run_dir` is a real directory (not a link) that claimlab made for a run: its marker
+    (a regular file, not a link) names the directory's own name."""
+    try:
+        if not stat.S_ISDIR(os.lstat(run_dir).st_mode) or not stat.S_ISREG(os.lstat(run_dir / MARKER).st_mode):
+            return False
+        record = json.loads((run_dir / MARKER).read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(record, dict) and record.get("made_by") == "claimlab" and record.get("run_id") == run_dir.name
+
+
 def reap_stale(work_root: Path) -> list[int]:
-    """Stop the servers of dead runs and remove their directories. Call with the reaper lock
-    held (`reaping`)."""
+    """Stop the servers and load generators of dead runs and remove their directories. Call with
+    the reaper lock held (`reaping`)."""
     reaped: list[int] = []
     if not work_root.is_dir():
         return reaped
-    for run_dir in sorted(p for p in work_root.iterdir() if (p / ".lock").exists()):
+    for run_dir in sorted(p for p in work_root.iterdir() if is_marked(p) and _regular(p / ".lock")):
         with open(run_dir / ".lock", "a") as lock:
             try:
                 fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 continue   # a live run owns it
-            for pid_file in run_dir.glob("*/server.pid"):
-                pid = _read_pid(pid_file)
-                if pid and _started_with(pid, pid_file.parent / "my.cnf"):
+            homes = [h for h in run_dir.iterdir() if _real_dir(h)]
+            for pid_file in (f for d in [run_dir, *homes] for f in d.glob(LOAD_PID_GLOB) if _regular(f)):
+                pid = _stop_load_generator(pid_file)
+                if pid:
+                    reaped.append(pid)
+            for home in homes:
+                pid_file, cnf = home / "server.pid", home / "my.cnf"
+                pid = _read_pid(pid_file) if _regular(pid_file) else None
+                if pid and _started_with(pid, cnf):
                     _terminate(pid)
                     reaped.append(pid)
-            for home in (cnf.parent for cnf in run_dir.glob("*/my.cnf")):
-                remove_socket_dir(home)
-            shutil.rmtree(run_dir, ignore_errors=True)
+                if _regular(cnf):
+                    remove_socket_dir(home)
+            shutil.rmtree(run_dir, ignore_errors=True)   # never follows a link (shutil's fd-based walk)
     return reaped
+
+
+def record_load_generator(directory: Path, pid: int) -> Path | None:
+    """A pid file for a load generator (sysbench) claimlab started: its pid and start time, so that
+    the reaper stops it if claimlab dies first, and only it. None if it has ended already."""
+    try:
+        started = psutil.Process(pid).create_time()
+    except psutil.Error:
+        return None
+    path = directory / f"sysbench-{pid}.pid"
+    path.write_text(f"{pid} {started!r}\n")
+    return path
+
+
+def _stop_load_generator(pid_file: Path) -> int | None:
+    try:
+        pid_text, started = pid_file.read_text().split()
+        pid, started_at = int(pid_text), float(started)
+        process = psutil.Process(pid)
+        if abs(process.create_time() - started_at) > 0.01:
+            return None     # the pid was recycled
+    except (OSError, ValueError, psutil.Error):
+        return None
+    _terminate(pid)
+    return pid
+
+
+def _regular(path: Path) -> bool:
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _real_dir(path: Path) -> bool:
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False
 
 
 def _read_pid(path: Path) -> int | None:
