@@ -39,6 +39,7 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--no-progress", action="store_true", help="no progress bar")
     r.add_argument("--target", metavar="NAME", help="the target for conditions that pick none "
                                                     "(default: design.target, else the first target)")
+    _cluster_options(r)
 
     pp = sub.add_parser("prepare", help="load the experiments' tables into the data-directory cache",
                         description="Initialise and load every cell's data directory of PARAMS (default: every "
@@ -106,6 +107,13 @@ def _parser() -> argparse.ArgumentParser:
     rep.add_argument("--out", type=Path, metavar="DIR", help="output directory (default reports/)")
     rep.add_argument("--data", type=Path, metavar="DIR", help=READ_HELP)
     rep.add_argument("--figures", type=Path, metavar="DIR", help="where figures go (default figures/)")
+    _cluster_options(rep)
+
+    im = sub.add_parser("import", help="append a run made elsewhere to the store, checksums checked",
+                        description="Check a run directory or .tar.gz archive (every file against its "
+                                    "manifest's checksums) and move it into the store in one step.")
+    im.add_argument("source", type=Path, metavar="DIR|ARCHIVE")
+    im.add_argument("--data", type=Path, metavar="DIR", help="where runs go (default runs/)")
 
     d = sub.add_parser("diff", help="effective server variables of two configurations, side by side",
                        description="Start two servers (targets from the params files, each with optional "
@@ -163,6 +171,37 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _cluster_options(p: argparse.ArgumentParser) -> None:
+    c = p.add_mutually_exclusive_group()
+    c.add_argument("--scheduler", metavar="ADDRESS", help="a Dask scheduler (e.g. tcp://host:8786): each "
+                   "experiment runs on every worker host offering the resource host=1 (docs/cluster.md)")
+    c.add_argument("--cluster-file", type=Path, metavar="FILE", help="a YAML file naming the scheduler "
+                   "(scheduler: ADDRESS) and, optionally, its TLS files")
+
+
+def _on_cluster(args) -> bool:
+    return bool(getattr(args, "scheduler", None) or getattr(args, "cluster_file", None))
+
+
+def cmd_run_cluster(args) -> int:
+    from . import cluster
+    session = cluster.run(cluster.endpoint(args.scheduler, args.cluster_file), [args.params],
+                          profile=args.profile, targets=[args.target] if args.target else None,
+                          data_root=args.data, resume=args.resume, log=lambda line: print(line, file=sys.stderr))
+    for job, path in session.stored.items():
+        print(f"run {path.name}: {job.experiment} on {job.target}, host {job.host}, stored in {path}")
+    if session.stored:
+        print(f"next: claimlab analyze {' '.join(p.name for p in session.stored.values())}")
+    return EXIT_ERROR if session.failed and not session.stored else 0
+
+
+def cmd_import(args) -> int:
+    from .cluster import import_run
+    path, new = import_run(args.source, args.data)
+    print(f"run {path.name} {'imported into' if new else 'already stored in'} {path}")
+    return 0
+
+
 def _params_paths(names: list[str]) -> list[Path]:
     if names:
         return [params_mod.find(n) for n in names]
@@ -175,6 +214,8 @@ def _params_paths(names: list[str]) -> list[Path]:
 
 def cmd_run(args) -> int:
     from . import runner
+    if _on_cluster(args):
+        return cmd_run_cluster(args)
     exp = params_mod.load(params_mod.find(args.params), args.profile)
     if args.target:   # first: the target may bring a design of its own (`design_for`)
         exp = params_mod.with_default_target(exp, args.target, "--target")
@@ -318,10 +359,10 @@ def cmd_runs(args) -> int:
     runs = list_runs(args.data)
     if not runs:
         print("no stored runs; start one with `claimlab run binlog_default --profile smoke`")
-    rows = [(r["run_id"], r["experiment"], r["claim"] or "", r["profile"], r["status"], str(r["path"]))
+    rows = [(r["run_id"], r["experiment"], r["claim"] or "", r["profile"], r["status"], r["host"], str(r["path"]))
             for r in runs]
     if rows:
-        header = ("RUN", "EXPERIMENT", "CLAIM", "PROFILE", "STATUS", "PATH")
+        header = ("RUN", "EXPERIMENT", "CLAIM", "PROFILE", "STATUS", "HOST", "PATH")
         widths = [max(len(x) for x in column) for column in zip(header, *rows)]
         for row in (header, *rows):
             print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
@@ -403,11 +444,22 @@ def cmd_report(args) -> int:
 
     from . import report
     started = time.time()
+    if _on_cluster(args) and not args.from_data:
+        from . import cluster
+        args.from_data = cluster.report_runs(cluster.endpoint(args.scheduler, args.cluster_file), args.only,
+                                             profile=args.profile, targets=args.targets, data_root=args.data,
+                                             log=lambda msg: print(f"report: {msg}", file=sys.stderr))
     index = report.build(profile=args.profile, run_ids=args.from_data, out_dir=args.out,
                          show_code=args.show_code, data_dir=args.data, experiments=args.only,
                          figures_dir=args.figures, targets=args.targets, cpu_evidence=args.cpu_evidence,
                          log=lambda msg: print(f"report: {msg}", file=sys.stderr))
     print(f"reports written; open {index}")
+    if _on_cluster(args):
+        from . import cluster
+        per_host, pooled = cluster.host_tables(args.from_data, args.data)
+        per_host.to_csv(index.parent / "hosts.csv", index=False)
+        pooled.to_csv(index.parent / "hosts_pooled.csv", index=False)
+        print("\n".join(cluster.host_lines(per_host, pooled)))
     rows = report.verdict_rows(index.parent, since=started)
     if rows:
         from .narrative import edge_lines, slow_hour_lines, verdict_lines
@@ -545,7 +597,7 @@ def cmd_profile(args) -> int:
 
 COMMANDS = {"report": cmd_report, "run": cmd_run, "validate": cmd_validate, "targets": cmd_targets, "runs": cmd_runs,
             "analyze": cmd_analyze, "diff": cmd_diff, "ablate": cmd_ablate, "profile": cmd_profile,
-            "setup-mysql": cmd_setup_mysql, "prepare": cmd_prepare, "publish": cmd_publish}
+            "setup-mysql": cmd_setup_mysql, "prepare": cmd_prepare, "publish": cmd_publish, "import": cmd_import}
 # Commands that may start servers: each first stops the servers a killed claimlab left behind
 # (`run` and `prepare` do so themselves, under the lock that claims their work directory).
 STARTS_SERVERS = ("report", "diff", "ablate", "profile")
@@ -567,7 +619,7 @@ def _check_writable(args) -> None:
     removing a directory there (permission bits do not tell for root or special file systems)."""
     # --data is written where new runs go: `run`, `ablate`, and a `report` that measures (with
     # --from-data it is only read, and may be a reviewer's read-only copy)
-    writes_data = args.command in ("run", "ablate") or (args.command == "report" and not args.from_data)
+    writes_data = args.command in ("run", "ablate", "import") or (args.command == "report" and not args.from_data)
     names = ("work", "out", "figures") + (("data",) if writes_data else ())
     dirs = [(f"--{name}", getattr(args, name)) for name in names if getattr(args, name, None) is not None]
     if getattr(args, "table", None) is not None:

@@ -665,8 +665,18 @@ def list_runs(root: str | os.PathLike | None = None) -> list[dict]:
             continue
         out.append({"run_id": m["run_id"], "experiment": m.get("experiment"), "claim": m.get("claim"),
                     "profile": m.get("profile"), "status": m.get("status"),
-                    "created_at": m.get("created_at"), "path": str(manifest_path.parent)})
+                    "created_at": m.get("created_at"), "host": host_label(m.get("provenance") or {}),
+                    "path": str(manifest_path.parent)})
     return out
+
+
+def host_label(provenance: dict) -> str:
+    """Where a run was measured, in one cell: the worker's name for a run made on a cluster
+    ("local" otherwise), processor model, cores, kernel and the server builds it started."""
+    host = provenance.get("host") or {}
+    parts = [host.get("worker_name") or "local", host.get("cpu_model") or "unknown CPU",
+             f"{host.get('cpu_count')} cores", f"kernel {host.get('kernel')}", *host.get("server_builds", [])]
+    return ", ".join(str(p) for p in parts)
 
 
 def verify(path: str | os.PathLike, accept_modified: bool = False) -> list[str]:
