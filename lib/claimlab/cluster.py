@@ -46,6 +46,7 @@ from .errors import ClaimlabError, DataError
 from .store import load_manifest, now, read_jsonl, run_state, runs_root
 
 RESOURCE = "host"
+TOPIC = "claimlab-started"    # a Dask event per task start: which lost tasks were measuring
 POLL_S = 1.0
 JOURNAL_DIR = ".cluster"      # under the client's data root: one journal per session
 STAGING_DIR = ".importing"    # under the data root: unpacked runs before their one rename
@@ -136,6 +137,7 @@ def measure(key: str, experiment: str, params_text: str, profile: str, target: s
     from . import params as params_mod
     from . import runner, stats
     name = str(get_worker().name)
+    get_worker().log_event(TOPIC, {"key": key})
     base = worker_dir()
     outbox = base / "outbox" / f"{key}.tar.gz"
     if outbox.exists():
@@ -389,14 +391,21 @@ def _collect(client, journal: Journal, jobs: list[Job], on: dict[str, str], sess
         journal.write("submitted", job)
     pending = dict(futures)
     where: dict[str, str] = {}      # key -> the worker address processing it, as last seen
+    lost: dict[str, int] = {}       # key -> starts already counted as interrupted
     while pending:
         workers = client.scheduler_info(n_workers=-1)["workers"]
         for address, keys in client.processing().items():
             for key in keys:
                 where[key] = address
+        starts: dict[str, int] = {}
+        for _, event in client.get_events(TOPIC):
+            starts[event["key"]] = starts.get(event["key"], 0) + 1
         for future, job in list(pending.items()):
             if where.get(job.key) and where[job.key] not in workers and not future.done():
-                del where[job.key]
+                del where[job.key]      # sent to a worker, not yet started there: Dask simply sends it again
+                if starts.get(job.key, 0) <= lost.get(job.key, 0):
+                    continue
+                lost[job.key] = starts[job.key]
                 session.interrupted.append(job)
                 journal.write("interrupted", job, reason="the host's worker left mid-run")
                 log(f"{job.host}: lost mid-run ({job.experiment} on {job.target}): interrupted; "

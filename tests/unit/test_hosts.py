@@ -111,3 +111,15 @@ def test_one_host_pools_to_its_own_interval():
     assert (pooled["estimate"], pooled["ci_low"], pooled["ci_high"]) == pytest.approx(
         (table["estimate"].iloc[0], table["ci_low"].iloc[0], table["ci_high"].iloc[0]))
     assert math.isnan(pooled["tau"]) and pooled["verdict"] == table["verdict"].iloc[0]
+
+
+def test_hosts_without_intervals_pool_to_their_mean_undecided():
+    """A smoke run's comparison of one block (no interval) on each host."""
+    rng = np.random.default_rng(4)
+    tables = {h: _host_table(rng, r).assign(n_blocks=1, sd_unit=math.nan, ci_low=math.nan, ci_high=math.nan)
+              for h, r in (("a", 2.0), ("b", 3.0))}
+    per = hosts.per_host(tables)
+    pooled = hosts.pool(per, C4).iloc[0]
+    assert per["se"].isna().all()
+    assert pooled["estimate"] == pytest.approx(math.exp(per["log_ratio"].mean()))
+    assert math.isnan(pooled["ci_low"]) and pooled["verdict"] == "inconclusive"

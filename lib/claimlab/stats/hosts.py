@@ -94,7 +94,8 @@ def pool(hosts: pd.DataFrame, claim, confidence: float = 0.95) -> pd.DataFrame:
 
     `claim` is the claims.Claim whose comparisons decide the verdict. A host without an
     interval (fewer than two units) still counts in "holds on" but not in the pool; a single
-    host's pool is its own estimate and interval."""
+    host's pool is its own estimate and interval; where no host has one, the pooled estimate is
+    the hosts' geometric mean, without an interval (inconclusive)."""
     comparisons = {c.name: c for c in claim.comparisons}
     rows = []
     for (name, target), group in hosts.groupby(["comparison", "target"], sort=False):
@@ -110,8 +111,9 @@ def pool(hosts: pd.DataFrame, claim, confidence: float = 0.95) -> pd.DataFrame:
         elif k == 1:
             one = usable.iloc[0]
             mu, lo, hi = one["log_ratio"], math.log(one["ci_low"]), math.log(one["ci_high"])
-        else:
-            mu = lo = hi = math.nan
+        else:   # no host has an interval (one block each): the hosts' mean ratio, undecided
+            finite = group["log_ratio"][np.isfinite(group["log_ratio"])]
+            mu, lo, hi = float(finite.mean()) if len(finite) else math.nan, math.nan, math.nan
         low, high = math.exp(lo), math.exp(hi)
         v = verdict(comp.kind, comp.direction, comp.published_ratio, comp.equivalence_margin, low, high)
         supported = int((group["verdict"] == "supported").sum())

@@ -1,0 +1,247 @@
+"""Experiments spread over Dask workers, for real: a scheduler and three worker processes, each
+with its own working directory, data-directory cache and binary placements, running two claims'
+smoke profiles on the embedded MariaDB. One worker is killed mid-run and comes back; one cannot
+start servers; a client is killed and its session resumed. The pooled table is checked against
+each host's own analysis.
+
+Addresses: this workplace allows only loopback addresses (or its own test hosts' addresses in
+namespaces a test makes, which it has none of), so each worker listens on an address of its own
+in 127.0.0.0/8 (127.0.0.2, .3, .4) in the machine's network namespace, not in a namespace of its
+own on a bridge: the scheduler restricts each task to its worker's address all the same.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from claimlab import cluster
+from claimlab.report import analyze_runs
+from claimlab.servers import reap
+from claimlab.store import read_results
+from conftest import ROOT, run_cli
+
+DASK = str(Path(sys.executable).with_name("dask"))
+HOSTS = {"bench-a": "127.0.0.2", "bench-b": "127.0.0.3", "bench-c": "127.0.0.4"}
+EXPERIMENTS = ["binlog_default", "collation_cost"]
+# bench-c's servers cannot start: its `mariadbd` answers --version and exits at once otherwise
+BROKEN = """#!/bin/sh
+case "$1" in --version) exec {real} --version;; esac
+for arg in "$@"; do case "$arg" in --defaults-file=*) options="${{arg#--defaults-file=}}";; esac; done
+log=$(sed -n 's/^log-error=//p' "$options" 2>/dev/null | head -n 1)
+echo "[ERROR] mariadbd: this host's data disk is not mounted" >> "${{log:-/dev/stderr}}"
+exit 1
+"""
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Cluster:
+    """The scheduler and the workers this test started, by pid; nothing else is touched."""
+
+    def __init__(self, root: Path, mariadbd: str):
+        self.root, self.mariadbd = root, mariadbd
+        self.address = f"tcp://127.0.0.1:{_free_port()}"
+        self.procs: dict[str, subprocess.Popen] = {}
+        self.start("scheduler", [DASK, "scheduler", "--host", "127.0.0.1", "--port",
+                                 self.address.rsplit(":", 1)[1], "--no-dashboard"], dict(os.environ))
+
+    def start(self, name: str, cmd: list[str], env: dict) -> None:
+        log = open(self.root / f"{name}.log", "ab")
+        self.procs[name] = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                            stdin=subprocess.DEVNULL, start_new_session=True)
+
+    def worker_dir(self, name: str) -> Path:
+        return self.root / name
+
+    def start_worker(self, name: str) -> None:
+        home = self.worker_dir(name)
+        env = dict(os.environ, CLAIMLAB_WORKER_DIR=str(home), CLAIMLAB_DATADIRS=str(home / "datadirs"),
+                   CLAIMLAB_PLACEMENT_DIR=str(home / "placement"), CLAIMLAB_CACHE=str(home / "cache"))
+        (home / "placement").mkdir(parents=True, exist_ok=True)
+        if name == "bench-c":
+            bin_dir = home / "bin"
+            bin_dir.mkdir(exist_ok=True)
+            (bin_dir / "mariadbd").write_text(BROKEN.format(real=self.mariadbd))
+            (bin_dir / "mariadbd").chmod(0o755)
+            env["PATH"] = f"{bin_dir}:{env['PATH']}"
+        self.start(name, [DASK, "worker", self.address, "--name", name, "--host", HOSTS[name],
+                          "--resources", "host=1", "--nthreads", "1", "--no-nanny", "--no-dashboard"], env)
+
+    def wait_for(self, names: set[str], timeout: float = 60) -> None:
+        from distributed import Client
+        deadline = time.monotonic() + timeout
+        with Client(self.address, timeout=timeout) as client:
+            while set(cluster.hosts(client)) < names:
+                assert time.monotonic() < deadline, f"workers {names} did not join: see {self.root}/*.log"
+                time.sleep(0.3)
+
+    def kill(self, name: str) -> None:
+        proc = self.procs.pop(name)
+        proc.kill()
+        proc.wait(timeout=30)
+
+    def close(self) -> None:
+        for name in [n for n in self.procs if n != "scheduler"] + ["scheduler"]:
+            proc = self.procs.pop(name, None)
+            if proc is not None and proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+                try:
+                    proc.wait(timeout=20)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+        for name in HOSTS:    # servers a killed worker's runner left behind, in its own work directory
+            reap(self.worker_dir(name) / "work")
+
+
+@pytest.fixture(scope="module")
+def dask_cluster(tmp_path_factory, mariadbd):
+    print("network: loopback addresses 127.0.0.2-4 (this workplace allows no other test "
+          "addresses), no namespaces of their own")
+    c = Cluster(tmp_path_factory.mktemp("cluster"), mariadbd)
+    try:
+        for name in HOSTS:
+            c.start_worker(name)
+        c.wait_for(set(HOSTS))
+        yield c
+    finally:
+        c.close()
+
+
+def _started_measuring(worker_dir: Path) -> bool:
+    """A run under way on the worker: its results hold a measurement, the run is not finished."""
+    for manifest in worker_dir.glob("runs/*/*/manifest.json"):
+        results = manifest.parent / "results.csv"
+        if json.loads(manifest.read_text())["status"] == "running" and results.exists() \
+                and results.read_text().count("\n") > 1:
+            return True
+    return False
+
+
+def test_two_claims_over_hosts_survive_a_killed_worker_and_pool_by_host(dask_cluster, tmp_path):
+    import threading
+    store = tmp_path / "store"
+    lines: list[str] = []
+    out: dict = {}
+    where = cluster.endpoint(dask_cluster.address, None)
+    thread = threading.Thread(target=lambda: out.update(session=cluster.run(
+        where, EXPERIMENTS, profile="smoke", targets=["mariadb"], data_root=store, log=lines.append)))
+    thread.start()
+    deadline = time.monotonic() + 90
+    while not _started_measuring(dask_cluster.worker_dir("bench-a")):
+        assert time.monotonic() < deadline and thread.is_alive(), "\n".join(lines)
+        time.sleep(0.2)
+    dask_cluster.kill("bench-a")               # mid-run: SIGKILL, no chance to close anything
+    deadline = time.monotonic() + 30
+    while not any("bench-a: lost mid-run" in line for line in lines):
+        assert time.monotonic() < deadline, "\n".join(lines)
+        time.sleep(0.2)
+    dask_cluster.start_worker("bench-a")       # the host returns, with its own directory
+    thread.join(timeout=240)
+    assert not thread.is_alive(), "\n".join(lines)
+    session = out["session"]
+
+    # every (claim, host) stored once; bench-c failed in one line each, the others went on
+    assert sorted((j.experiment, j.host) for j in session.stored) == \
+        sorted((e, h) for e in EXPERIMENTS for h in ("bench-a", "bench-b"))
+    assert sorted((j.experiment, j.host) for j in session.failed) == [(e, "bench-c") for e in EXPERIMENTS]
+    for reason in session.failed.values():
+        assert "\n" not in reason and "target mariadb" in reason, reason
+    assert [j.host for j in session.interrupted] == ["bench-a"]
+    assert any("resumed after an interruption" in line and line.startswith("bench-a") for line in lines), lines
+    stored = sorted(store.glob("*/*/manifest.json"))
+    assert len(stored) == 4 and not list((store / cluster.STAGING_DIR).iterdir())
+    journal = [json.loads(x) for x in next((store / cluster.JOURNAL_DIR).glob("*.jsonl")).read_text().splitlines()]
+    assert sorted(r["event"] for r in journal) == sorted(["submitted"] * 6 + ["stored"] * 4 + ["failed"] * 2
+                                                       + ["interrupted"])
+    ids = [path.parent.name for path in stored]
+    for path in stored:
+        df = read_results(path.parent)          # checksums verified on read
+        assert df.attrs["run_state"]["verified"] and df.attrs["run_state"]["status"] == "complete"
+        keys = ["condition", "workload", "repetition", "iteration", "metric"]
+        assert not df.duplicated(keys).any(), f"{path.parent.name}: a measurement stored twice"
+        host = json.loads(path.read_text())["provenance"]["host"]
+        assert host["worker_name"] in ("bench-a", "bench-b") and host["cpu_model"] and host["kernel"]
+        assert host["server_builds"] and all(b.startswith("mariadb: ") for b in host["server_builds"])
+
+    # `claimlab runs` shows each run's host
+    listed = run_cli("runs", "--data", str(store))
+    assert listed.returncode == 0 and listed.stdout.count("bench-a, ") == 2 and listed.stdout.count("bench-b, ") == 2
+
+    # the pooled table against each host's own analysis
+    per_host, pooled = cluster.host_tables(ids, store)
+    by_host = {}
+    for path in stored:
+        by_host.setdefault(json.loads(path.read_text())["provenance"]["host"]["worker_name"], []).append(
+            path.parent.name)
+    for host, host_ids in by_host.items():
+        for analysis in analyze_runs(host_ids, store):
+            own = analysis.table.set_index(["comparison", "target"])
+            mine = per_host[per_host["host"] == host].set_index(["comparison", "target"])
+            pd.testing.assert_series_equal(own["estimate"], mine.loc[own.index, "estimate"], check_names=False)
+            pd.testing.assert_series_equal(own["verdict"], mine.loc[own.index, "verdict"], check_names=False)
+    assert len(pooled) == len(per_host) / 2 and (pooled["n_hosts"] == 2).all()
+    for row in pooled.itertuples(index=False):
+        hosts = per_host[(per_host["comparison"] == row.comparison) & (per_host["target"] == row.target)]
+        assert hosts["estimate"].min() <= row.estimate <= hosts["estimate"].max()
+        supported = (hosts["verdict"] == "supported").sum()
+        assert row.holds_on == {2: "every", 1: "some", 0: "none"}[supported]
+
+    # the same run imported again is stored once; an edited copy is refused in one line
+    archive = next(dask_cluster.worker_dir("bench-b").glob("outbox/*binlog_default*.tar.gz"))
+    again = run_cli("import", str(archive), "--data", str(store))
+    assert again.returncode == 0 and "already stored" in again.stdout, again.stderr
+    edited = tmp_path / "edited" / stored[0].parent.name
+    shutil.copytree(stored[0].parent, edited)
+    rows = (edited / "results.csv").read_text().splitlines(keepends=True)
+    (edited / "results.csv").write_text("".join(rows + rows[-1:]))    # a measurement stored twice
+    refused = run_cli("import", str(edited), "--data", str(tmp_path / "other"))
+    assert refused.returncode == 1 and refused.stderr.count("\n") == 1 and "checksums" in refused.stderr
+    assert not list((tmp_path / "other").glob("*/*/manifest.json"))
+    fresh = run_cli("import", str(archive), "--data", str(tmp_path / "other"))
+    assert fresh.returncode == 0 and "imported into" in fresh.stdout, fresh.stderr
+
+
+def test_a_killed_clients_session_is_collected_by_resume(dask_cluster, tmp_path):
+    store = tmp_path / "store"
+    client = subprocess.Popen([sys.executable, "-m", "claimlab.cli", "run", "binlog_default", "--profile", "smoke",
+                               "--target", "mariadb", "--scheduler", dask_cluster.address, "--data", str(store)],
+                              cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              stdin=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    journal = None
+    while journal is None or journal.read_text().count('"submitted"') < 3:
+        assert time.monotonic() < deadline and client.poll() is None
+        journal = next((store / cluster.JOURNAL_DIR).glob("*.jsonl"), None)
+        time.sleep(0.2)
+    client.kill()
+    client.wait(timeout=30)
+    assert not list(store.glob("*/*/manifest.json"))
+    session = journal.stem
+    resumed = run_cli("run", "binlog_default", "--scheduler", dask_cluster.address, "--data", str(store),
+                      "--resume", session, timeout=240)
+    assert resumed.returncode == 0, resumed.stderr
+    stored = sorted(store.glob("binlog_default/*/manifest.json"))
+    assert len(stored) == 2, resumed.stdout + resumed.stderr
+    assert sorted(json.loads(p.read_text())["provenance"]["host"]["worker_name"] for p in stored) == \
+        ["bench-a", "bench-b"]
+    assert "bench-c: binlog_default on mariadb not run: " in resumed.stderr
+    # resumed once more: nothing left to collect, nothing stored twice
+    again = run_cli("run", "binlog_default", "--scheduler", dask_cluster.address, "--data", str(store),
+                    "--resume", session, timeout=60)
+    assert again.returncode == 0 and len(list(store.glob("binlog_default/*/manifest.json"))) == 2
