@@ -138,14 +138,19 @@ def measure(key: str, experiment: str, params_text: str, profile: str, target: s
     from . import runner, stats
     name = str(get_worker().name)
     get_worker().log_event(TOPIC, {"key": key})
+    checkout = Path(__file__).resolve().parents[2]   # a worker started elsewhere (SSHCluster: in ~)
+    if "CLAIMLAB_ROOT" not in os.environ and (checkout / "params").is_dir():
+        os.environ["CLAIMLAB_ROOT"] = str(checkout)     # records the commit of the code that measures
     base = worker_dir()
     outbox = base / "outbox" / f"{key}.tar.gz"
     if outbox.exists():
         return _packed(outbox, name, resumed=False)
     source = base / "params" / key / f"{experiment}.yaml"
     source.parent.mkdir(parents=True, exist_ok=True)
-    if not source.exists():
-        source.write_text(params_text)
+    if not source.exists():     # whole or not at all: a retry loads what the first try wrote
+        tmp = source.with_name(f".{source.name}.tmp")
+        tmp.write_text(params_text)
+        os.replace(tmp, source)
     exp = params_mod.with_default_target(params_mod.load(source, profile), target, "--target")
     data_root = base / "runs"
     earlier = _earlier_run(data_root / experiment, source)

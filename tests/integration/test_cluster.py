@@ -23,9 +23,11 @@ import time
 from pathlib import Path
 
 import pandas as pd
+import psutil
 import pytest
 
 from claimlab import cluster
+from claimlab.errors import ClaimlabError
 from claimlab.report import analyze_runs
 from claimlab.servers import reap
 from claimlab.store import read_results
@@ -57,8 +59,10 @@ class Cluster:
         self.root, self.mariadbd = root, mariadbd
         self.address = f"tcp://127.0.0.1:{_free_port()}"
         self.procs: dict[str, subprocess.Popen] = {}
-        self.start("scheduler", [DASK, "scheduler", "--host", "127.0.0.1", "--port",
-                                 self.address.rsplit(":", 1)[1], "--no-dashboard"], dict(os.environ))
+        # the HTTP routes (health, metrics) listen even without the dashboard: on all addresses
+        # unless told otherwise
+        self.start("scheduler", [DASK, "scheduler", "--host", "127.0.0.1", "--port", self.address.rsplit(":", 1)[1],
+                                 "--no-dashboard", "--dashboard-address", "127.0.0.1:0"], dict(os.environ))
 
     def start(self, name: str, cmd: list[str], env: dict) -> None:
         log = open(self.root / f"{name}.log", "ab")
@@ -80,15 +84,22 @@ class Cluster:
             (bin_dir / "mariadbd").chmod(0o755)
             env["PATH"] = f"{bin_dir}:{env['PATH']}"
         self.start(name, [DASK, "worker", self.address, "--name", name, "--host", HOSTS[name],
-                          "--resources", "host=1", "--nthreads", "1", "--no-nanny", "--no-dashboard"], env)
+                          "--resources", "host=1", "--nthreads", "1", "--no-nanny", "--no-dashboard",
+                          "--dashboard-address", f"{HOSTS[name]}:0"], env)
 
-    def wait_for(self, names: set[str], timeout: float = 60) -> None:
+    def wait_for(self, names: set[str], timeout: float = 60) -> dict[str, str]:
         from distributed import Client
         deadline = time.monotonic() + timeout
         with Client(self.address, timeout=timeout) as client:
             while set(cluster.hosts(client)) < names:
                 assert time.monotonic() < deadline, f"workers {names} did not join: see {self.root}/*.log"
                 time.sleep(0.3)
+            return cluster.hosts(client)
+
+    def listening(self, name: str) -> set[str]:
+        """The addresses a process of this test accepts connections on."""
+        conns = psutil.Process(self.procs[name].pid).net_connections(kind="inet")
+        return {c.laddr.ip for c in conns if c.status == psutil.CONN_LISTEN}
 
     def kill(self, name: str) -> None:
         proc = self.procs.pop(name)
@@ -117,7 +128,10 @@ def dask_cluster(tmp_path_factory, mariadbd):
     try:
         for name in HOSTS:
             c.start_worker(name)
-        c.wait_for(set(HOSTS))
+        assert c.wait_for(set(HOSTS)) == HOSTS
+        assert c.listening("scheduler") == {"127.0.0.1"}
+        for name, address in HOSTS.items():     # each only on the address it was given
+            assert c.listening(name) == {address}
         yield c
     finally:
         c.close()
@@ -198,7 +212,8 @@ def test_two_claims_over_hosts_survive_a_killed_worker_and_pool_by_host(dask_clu
     assert len(pooled) == len(per_host) / 2 and (pooled["n_hosts"] == 2).all()
     for row in pooled.itertuples(index=False):
         hosts = per_host[(per_host["comparison"] == row.comparison) & (per_host["target"] == row.target)]
-        assert hosts["estimate"].min() <= row.estimate <= hosts["estimate"].max()
+        assert hosts["estimate"].min() * (1 - 1e-12) <= row.estimate <= hosts["estimate"].max() * (1 + 1e-12), \
+            (row, hosts)
         supported = (hosts["verdict"] == "supported").sum()
         assert row.holds_on == {2: "every", 1: "some", 0: "none"}[supported]
 
@@ -245,3 +260,20 @@ def test_a_killed_clients_session_is_collected_by_resume(dask_cluster, tmp_path)
     again = run_cli("run", "binlog_default", "--scheduler", dask_cluster.address, "--data", str(store),
                     "--resume", session, timeout=60)
     assert again.returncode == 0 and len(list(store.glob("binlog_default/*/manifest.json"))) == 2
+
+
+def test_a_cluster_file_names_the_scheduler_and_its_tls_files(tmp_path):
+    path = tmp_path / "cluster.yaml"
+    path.write_text("scheduler: tls://127.0.0.1:8786\ntls: {ca_file: ca.pem, cert: c.pem, key: k.pem}\n")
+    where = cluster.endpoint(None, path)
+    assert where.address == "tls://127.0.0.1:8786"
+    assert where.tls == {"ca_file": str(tmp_path / "ca.pem"), "cert": str(tmp_path / "c.pem"),
+                         "key": str(tmp_path / "k.pem")}
+    security = where.security()
+    assert security.require_encryption and security.tls_client_cert == str(tmp_path / "c.pem")
+    assert cluster.endpoint("tcp://127.0.0.1:1", path).tls == {}    # --scheduler wins: Dask's own config
+    for text, field in (("schedular: tcp://x:1\n", "scheduler"), ("scheduler: tcp://x:1\npassword: x\n", "password"),
+                        ("scheduler: tcp://x:1\ntls: {ca_file: a}\n", "tls")):
+        path.write_text(text)
+        with pytest.raises(ClaimlabError, match=f"{path}: {field}"):
+            cluster.endpoint(None, path)

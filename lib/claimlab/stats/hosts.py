@@ -108,18 +108,21 @@ def pool(hosts: pd.DataFrame, claim, confidence: float = 0.95) -> pd.DataFrame:
             mu, lo, hi = hartung_knapp(usable["log_ratio"], usable["se"] ** 2, tau2, confidence)
             i2 = max(0.0, (q - (k - 1)) / q) if q > 0 else 0.0
             p = float(st.chi2.sf(q, k - 1))
-        elif k == 1:
+        elif k == 1:   # its own numbers, not exp(log(x)), which can differ from x in the last digit
             one = usable.iloc[0]
             mu, lo, hi = one["log_ratio"], math.log(one["ci_low"]), math.log(one["ci_high"])
         else:   # no host has an interval (one block each): the hosts' mean ratio, undecided
             finite = group["log_ratio"][np.isfinite(group["log_ratio"])]
             mu, lo, hi = float(finite.mean()) if len(finite) else math.nan, math.nan, math.nan
         low, high = math.exp(lo), math.exp(hi)
+        estimate = math.exp(mu)
+        if k == 1:
+            estimate, low, high = (float(usable.iloc[0][c]) for c in ("estimate", "ci_low", "ci_high"))
         v = verdict(comp.kind, comp.direction, comp.published_ratio, comp.equivalence_margin, low, high)
         supported = int((group["verdict"] == "supported").sum())
         holds = "every" if supported == len(group) else "none" if supported == 0 else "some"
         rows.append({"claim": claim.id, "comparison": name, "target": target, "n_hosts": len(group),
-                     "estimate": math.exp(mu), "ci_low": low, "ci_high": high, "confidence": confidence,
+                     "estimate": estimate, "ci_low": low, "ci_high": high, "confidence": confidence,
                      "tau": math.sqrt(tau2) if math.isfinite(tau2) else math.nan, "i2": i2, "q": q,
                      "p_hosts_differ": p, "host_low": float(group["estimate"].min()),
                      "host_high": float(group["estimate"].max()), "verdict": v.word, "verdict_label": v.label,
