@@ -336,11 +336,13 @@ def new_session() -> str:
 
 
 def run(where: Endpoint, experiments: list[str], *, profile: str, targets: list[str] | None = None,
-        data_root: Path | None = None, resume: str | None = None, only_hosts: list[str] | None = None,
+        declared_only: bool = False, data_root: Path | None = None, resume: str | None = None,
         log: Callable[[str], None] = print) -> Session:
-    """Every experiment on each target (None: its default) and each host; runs stored as they
-    come back. With `resume`, the session's jobs not yet stored are sent again (what finished
-    while no client waited is collected from the workers' outboxes)."""
+    """Every experiment on each target (None: its default) and each host, all sent at once so
+    that each host works through its own queue; runs stored as they come back. `declared_only`:
+    each experiment on those of `targets` it declares, else its default (`report.chosen_targets`).
+    With `resume`, the session's jobs not yet stored are sent again (what finished while no
+    client waited is collected from the workers' outboxes)."""
     from . import params as params_mod
     from .store import project_root
     data_root = Path(data_root or runs_root())
@@ -348,8 +350,6 @@ def run(where: Endpoint, experiments: list[str], *, profile: str, targets: list[
     client = connect(where)
     try:
         on = hosts(client)
-        if only_hosts:
-            on = {name: host for name, host in on.items() if name in only_hosts}
         if resume:
             journal = Journal(data_root, resume)
             records = journal.read()
@@ -369,7 +369,10 @@ def run(where: Endpoint, experiments: list[str], *, profile: str, targets: list[
             jobs = []
             for experiment in experiments:
                 exp = params_mod.load(params_mod.find(experiment, root / "params"), profile)
-                for target in targets or [exp.default_target]:
+                chosen = targets or [exp.default_target]
+                if declared_only:
+                    chosen = [t for t in chosen if t in exp.targets] or [exp.default_target]
+                for target in chosen:
                     params_mod.with_default_target(exp, target, "--target")   # a wrong name: one line, now
                     jobs += [Job(session.session, exp.name, target, name, profile) for name in sorted(on)]
             log(f"cluster session {session.session}: {len(jobs)} run(s) on {len(on)} host(s) "
@@ -452,15 +455,10 @@ def report_runs(where: Endpoint, experiments: list[str] | None, *, profile: str,
     """`claimlab report --scheduler`: every claim's runs on every host, stored here; the report
     then re-analyses them as stored runs. A target an experiment does not declare is left out
     for it (as `report.chosen_targets` does on one machine)."""
-    from . import params as params_mod
     from . import report
-    from .store import project_root
-    run_ids = []
-    for experiment in experiments or list(report.NOTEBOOKS):
-        exp = params_mod.load(params_mod.find(experiment, project_root() / "params"), profile)
-        session = run(where, [experiment], profile=profile, targets=report.chosen_targets(exp, targets),
-                      data_root=data_root, log=log)
-        run_ids += [path.name for path in session.stored.values()]
+    session = run(where, experiments or list(report.NOTEBOOKS), profile=profile, targets=targets,
+                  declared_only=True, data_root=data_root, log=log)
+    run_ids = [path.name for path in session.stored.values()]
     if not run_ids:
         raise ClaimlabError(f"--scheduler {where.address}: no run came back from any host")
     return run_ids

@@ -277,3 +277,20 @@ def test_a_cluster_file_names_the_scheduler_and_its_tls_files(tmp_path):
         path.write_text(text)
         with pytest.raises(ClaimlabError, match=f"{path}: {field}"):
             cluster.endpoint(None, path)
+
+
+def test_a_report_over_the_cluster_has_a_per_host_view(dask_cluster, tmp_path):
+    result = run_cli("report", "--scheduler", dask_cluster.address, "--profile", "smoke", "--only", "binlog_default",
+                     "--targets", "mariadb", "--data", str(tmp_path / "store"), "--out", str(tmp_path / "reports"),
+                     "--figures", str(tmp_path / "figures"), timeout=240)
+    assert result.returncode == 0, result.stderr
+    assert "bench-c: binlog_default on mariadb not run: " in result.stderr
+    per_host = pd.read_csv(tmp_path / "reports" / "hosts.csv")
+    pooled = pd.read_csv(tmp_path / "reports" / "hosts_pooled.csv")
+    assert sorted(per_host["host"]) == ["bench-a", "bench-b"] and per_host["processor"].str.len().min() > 0
+    assert len(pooled) == 1 and pooled["n_hosts"].iloc[0] == 2
+    for host in ("bench-a", "bench-b"):     # one line per host: processor, ratio, verdict
+        (line,) = [x for x in result.stdout.splitlines() if x.strip().startswith(host)]
+        assert per_host.set_index("host").loc[host, "processor"] in line
+    assert "pooled over 2 hosts" in result.stdout
+    assert (tmp_path / "reports" / "index.html").exists()
