@@ -12,6 +12,7 @@ own on a bridge: the scheduler restricts each task to its worker's address all t
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import shutil
@@ -19,6 +20,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tarfile
 import time
 from pathlib import Path
 
@@ -30,7 +32,7 @@ from claimlab import cluster
 from claimlab.errors import ClaimlabError
 from claimlab.report import analyze_runs
 from claimlab.servers import reap
-from claimlab.store import read_results
+from claimlab.store import RunManifest, RunStore, read_results
 from conftest import ROOT, run_cli
 
 DASK = str(Path(sys.executable).with_name("dask"))
@@ -294,3 +296,38 @@ def test_a_report_over_the_cluster_has_a_per_host_view(dask_cluster, tmp_path):
         assert per_host.set_index("host").loc[host, "processor"] in line
     assert "pooled over 2 hosts" in result.stdout
     assert (tmp_path / "reports" / "index.html").exists()
+
+
+def _finished_run(root: Path) -> Path:
+    store = RunStore.create(root, RunManifest.new(experiment="exp", claim="C4", profile="smoke", factors=[]))
+    store.event("note", what="no measurement: the store's own files are enough to import")
+    store.finish("complete")
+    return store.path
+
+
+def test_import_refuses_archives_that_reach_outside_their_run_and_unfinished_runs(tmp_path):
+    run = _finished_run(tmp_path / "made")
+    evil = tmp_path / "evil.tar.gz"
+    with tarfile.open(evil, "w:gz") as tar:
+        tar.add(run, arcname=run.name)
+        data = b"overwritten"
+        info = tarfile.TarInfo(f"{run.name}/../../outside.txt")
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+    store = tmp_path / "store"
+    with pytest.raises(ClaimlabError, match="not a run archive"):
+        cluster.import_run(evil, store)
+    assert not (tmp_path / "outside.txt").exists() and not list(store.glob("*/*/manifest.json"))
+    (run / "notes.txt").write_text("a file no checksum covers")
+    with pytest.raises(ClaimlabError, match="notes.txt is not covered by a checksum"):
+        cluster.import_run(run, store)
+    (run / "notes.txt").unlink()
+    path, new = cluster.import_run(cluster.archive_run(run), store)     # what a worker sends
+    assert new and path == store / "exp" / run.name and (path / "events.jsonl").read_bytes() == \
+        (run / "events.jsonl").read_bytes()
+    assert cluster.import_run(run, store) == (path, False)       # once only
+    running = RunStore.create(tmp_path / "made", RunManifest.new(experiment="exp", claim="C4", profile="smoke",
+                                                                 factors=[])).path
+    with pytest.raises(ClaimlabError, match="running and has no checksums"):
+        cluster.import_run(running, store)
+    assert not list((store / cluster.STAGING_DIR).iterdir())
