@@ -185,6 +185,9 @@ def _on_cluster(args) -> bool:
 
 def cmd_run_cluster(args) -> int:
     from . import cluster
+    if args.work:
+        raise ClaimlabError("--work: each worker measures in its own scratch space (CLAIMLAB_WORKER_DIR on "
+                            "the worker), so --work does not go with --scheduler or --cluster-file")
     session = cluster.run(cluster.endpoint(args.scheduler, args.cluster_file), [args.params],
                           profile=args.profile, targets=[args.target] if args.target else None,
                           data_root=args.data, resume=args.resume, log=lambda line: print(line, file=sys.stderr))

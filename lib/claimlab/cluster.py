@@ -216,6 +216,8 @@ def import_run(source: Path | bytes, data_root: Path | None = None) -> tuple[Pat
     checked, then moved in with one rename. Returns (its path, whether it was new): the same run
     imported twice is stored once; a different run under a stored run's id is refused."""
     data_root = Path(data_root or runs_root())
+    if not isinstance(source, bytes) and not Path(source).exists():
+        raise DataError(f"{source}: no such run directory or archive")
     staging = data_root / STAGING_DIR / uuid.uuid4().hex
     try:
         staging.mkdir(parents=True)
@@ -225,11 +227,9 @@ def import_run(source: Path | bytes, data_root: Path | None = None) -> tuple[Pat
         label = "the worker's archive" if isinstance(source, bytes) else str(source)
         if isinstance(source, bytes) or Path(source).is_file():
             run = _unpack(source, staging, label)
-        elif Path(source).is_dir():
+        else:
             run = staging / Path(source).name
             shutil.copytree(source, run, symlinks=True)
-        else:
-            raise DataError(f"{source}: no such run directory or archive")
         manifest = _checked(run, label)
         dest = data_root / manifest.experiment / manifest.run_id
         if dest.exists():
@@ -269,6 +269,10 @@ def _checked(run: Path, label: str):
     if not manifest.checksums:
         raise DataError(f"{label}: run {manifest.run_id} is {manifest.status} and has no checksums; "
                         "only a finished run is imported")
+    links = sorted(str(p.relative_to(run)) for p in run.rglob("*") if p.is_symlink())
+    if links:
+        raise DataError(f"{label}: run {manifest.run_id}: {links[0]} is a symbolic link, not data; "
+                        "nothing was imported")
     state = run_state(run)
     if state.changed:
         raise DataError(f"{label}: run {manifest.run_id}: {', '.join(state.changed)} do not match the "

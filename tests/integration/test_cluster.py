@@ -322,6 +322,11 @@ def test_import_refuses_archives_that_reach_outside_their_run_and_unfinished_run
     with pytest.raises(ClaimlabError, match="notes.txt is not covered by a checksum"):
         cluster.import_run(run, store)
     (run / "notes.txt").unlink()
+    (run / "variables").mkdir(exist_ok=True)
+    (run / "variables" / "elsewhere.json").symlink_to(tmp_path / "outside.json")
+    with pytest.raises(ClaimlabError, match="variables/elsewhere.json is a symbolic link"):
+        cluster.import_run(run, store)
+    (run / "variables" / "elsewhere.json").unlink()
     path, new = cluster.import_run(cluster.archive_run(run), store)     # what a worker sends
     assert new and path == store / "exp" / run.name and (path / "events.jsonl").read_bytes() == \
         (run / "events.jsonl").read_bytes()
