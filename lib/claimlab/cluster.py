@@ -282,7 +282,8 @@ def _checked(run: Path, label: str):
         from .pack import packed_tables
         listed |= {entry["file"] for entry in packed_tables(manifest).values()}
     extra = sorted(str(p.relative_to(run)) for p in run.rglob("*") if p.is_file() and
-                   str(p.relative_to(run)) not in listed)
+                   str(p.relative_to(run)) not in listed
+                   and not (manifest.format_version < 2 and p.parent.name == "variables"))   # not checksummed in 1
     if extra:
         raise DataError(f"{label}: run {manifest.run_id}: {extra[0]} is not covered by a checksum; "
                         "nothing was imported")

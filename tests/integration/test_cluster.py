@@ -336,3 +336,16 @@ def test_import_refuses_archives_that_reach_outside_their_run_and_unfinished_run
     with pytest.raises(ClaimlabError, match="running and has no checksums"):
         cluster.import_run(running, store)
     assert not list((store / cluster.STAGING_DIR).iterdir())
+
+
+def test_a_packed_copy_of_a_shipped_run_imports_whole(tmp_path):
+    """Runs made elsewhere include shipped ones, whose tables may be Parquet (claimlab publish)."""
+    from claimlab import pack
+    shipped = sorted((ROOT / "data" / "raw" / "binlog_default").iterdir())[0]
+    copy = tmp_path / "src" / shipped.name
+    shutil.copytree(shipped, copy)
+    if (copy / "results.csv").exists():
+        pack.pack(copy)
+    path, new = cluster.import_run(copy, tmp_path / "store")
+    assert new and (path / "results.parquet").exists()
+    pd.testing.assert_frame_equal(read_results(path), read_results(shipped))
