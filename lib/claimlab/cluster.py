@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Callable
 
 from .errors import ClaimlabError, DataError
-from .store import load_manifest, now, read_jsonl, run_state, runs_root
+from .store import RESERVE, WRITER_LOCK, WRITTEN, load_manifest, now, read_jsonl, run_state, runs_root
 
 RESOURCE = "host"
 TOPIC = "claimlab-started"    # a Dask event per task start: which lost tasks were measuring
@@ -185,22 +185,29 @@ def _stamp_host(path: Path, name: str) -> None:
     """The host's identity in the manifest: the worker's name beside the processor, cores and
     kernel the runner recorded, and the server builds the run's starts reported. The manifest is
     not among the checksummed files, so this changes no checksum."""
+    from .store import RunStore, lock_writer
     manifest = load_manifest(path)
     builds = sorted({f"{r.get('target')}: {r.get('version')}" for r in read_jsonl(path / "servers.jsonl")})
     host = dict(manifest.provenance.get("host", {})) | {"worker_name": name, "server_builds": builds}
-    store_manifest(path, manifest.with_(provenance=manifest.provenance | {"host": host}))
+    store = RunStore(path, manifest.columns, lock_writer(path))
+    try:
+        store.write_manifest(manifest.with_(provenance=manifest.provenance | {"host": host}))
+    finally:
+        store.close()
 
 
-def store_manifest(path: Path, manifest) -> None:
-    from .store import RunStore
-    RunStore(path, manifest.columns).write_manifest(manifest)
+def _writers_own(name: str) -> bool:
+    """The writer's bookkeeping in a run directory (its lock, its record of writes, its reserve):
+    the writing machine's business, not the run's data, so it is neither sent nor imported."""
+    return name in (WRITER_LOCK, WRITTEN, RESERVE)
 
 
 def archive_run(path: Path) -> bytes:
     """A run directory as a gzipped tar whose one top-level entry is the run id."""
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w:gz") as tar:
-        tar.add(path, arcname=path.name)
+        tar.add(path, arcname=path.name,
+                filter=lambda info: None if _writers_own(Path(info.name).name) else info)
     return buf.getvalue()
 
 
@@ -229,7 +236,7 @@ def import_run(source: Path | bytes, data_root: Path | None = None) -> tuple[Pat
             run = _unpack(source, staging, label)
         else:
             run = staging / Path(source).name
-            shutil.copytree(source, run, symlinks=True)
+            shutil.copytree(source, run, symlinks=True, ignore=lambda _, names: [n for n in names if _writers_own(n)])
         manifest = _checked(run, label)
         dest = data_root / manifest.experiment / manifest.run_id
         if dest.exists():
