@@ -89,14 +89,15 @@ def _parser() -> argparse.ArgumentParser:
                    help="use only measurements the speed witness saw in the normal state")
     a.add_argument("--accept-modified", action="store_true",
                    help="analyse data whose checksums no longer match its manifest")
-    rep = sub.add_parser("report", help="the main job: run every claim notebook and render reports/",
-                         description="Execute the claim notebooks with papermill (running the "
-                                     "experiments, or re-analysing stored runs with --from-data), "
-                                     "render single-file HTML and reports/index.html.")
+    rep = sub.add_parser("report", help="the main job: run every claim and render reports/",
+                         description="Run every claim on each target that can run here (or, with "
+                                     "--from-data, take stored runs), then execute the notebooks over "
+                                     "those runs with papermill and render single-file HTML and "
+                                     "reports/index.html.")
     rep.add_argument("--profile", default="quick", choices=params_mod.PROFILES,
                      help="profile for the runs (default quick)")
-    rep.add_argument("--from-data", nargs="+", metavar="RUN_ID",
-                     help="re-render from stored runs; no server is started")
+    rep.add_argument("--from-data", nargs="*", metavar="RUN_ID",
+                     help="render stored runs (none named: the published runs); no server is started")
     rep.add_argument("--only", nargs="+", metavar="EXPERIMENT", help="only these experiments")
     rep.add_argument("--targets", nargs="+", metavar="TARGET", default=["mariadb", "mysql"],
                      help="servers to run each claim on, those available here (default: mariadb mysql)")
@@ -445,21 +446,28 @@ def cmd_publish(args) -> int:
 def cmd_report(args) -> int:
     import time
 
-    from . import report
+    from . import campaign, report
+
+    def log(msg: str) -> None:
+        print(f"report: {msg}", file=sys.stderr)
+
     started = time.time()
-    if _on_cluster(args) and not args.from_data:
+    if _on_cluster(args) and args.from_data is None:   # the run phase on the cluster's hosts
         from . import cluster
         args.from_data = cluster.report_runs(cluster.endpoint(args.scheduler, args.cluster_file), args.only,
                                              profile=args.profile, targets=args.targets, data_root=args.data,
-                                             log=lambda msg: print(f"report: {msg}", file=sys.stderr))
-    index = report.build(profile=args.profile, run_ids=args.from_data, out_dir=args.out,
-                         show_code=args.show_code, data_dir=args.data, experiments=args.only,
-                         figures_dir=args.figures, targets=args.targets, cpu_evidence=args.cpu_evidence,
-                         log=lambda msg: print(f"report: {msg}", file=sys.stderr))
+                                             log=log)
+    if args.from_data is None:   # the run phase, here in the command: an interrupt stops its servers
+        runs = campaign.measure(args.only, profile=args.profile, targets=args.targets, data_dir=args.data,
+                                cpu_evidence=args.cpu_evidence, log=log)
+    else:                        # stored runs only: the named ones, or the published ones
+        runs = campaign.stored(args.from_data, data_dir=args.data, experiments=args.only)
+    index = report.render(runs, out_dir=args.out, show_code=args.show_code, data_dir=args.data,
+                          figures_dir=args.figures, log=log)
     print(f"reports written; open {index}")
     if _on_cluster(args):
         from . import cluster
-        per_host, pooled = cluster.host_tables(args.from_data, args.data)
+        per_host, pooled = cluster.host_tables(runs.all_ids(), args.data)
         per_host.to_csv(index.parent / "hosts.csv", index=False)
         pooled.to_csv(index.parent / "hosts_pooled.csv", index=False)
         print("\n".join(cluster.host_lines(per_host, pooled)))
@@ -565,6 +573,7 @@ def cmd_profile(args) -> int:
     conditions = profiling.conditions_of(args.params, args.profile, target=args.target)
     args.out.mkdir(parents=True, exist_ok=True)
     profiles, counts, tables = [], [], {}
+    skipped = profiling.flamegraph_skip()   # without Rust (no inferno): one line, the rest runs
     with tempfile.TemporaryDirectory(prefix="claimlab-profile-", dir=args.work) as work:
         launcher = Launcher(Path(work))
         for c in conditions:
@@ -575,8 +584,8 @@ def cmd_profile(args) -> int:
                                                    args.out, iterations=args.iterations,
                                                    names=tables[c.target.name])
                 profiles.append(prof)
-                print(f"{c.name}: {prof.samples} samples, flame graph "
-                      f"{profiling.flamegraph(prof, args.out / f'{c.name}.svg')}")
+                drawn = "" if skipped else f", flame graph {profiling.flamegraph(prof, args.out / f'{c.name}.svg')}"
+                print(f"{c.name}: {prof.samples} samples{drawn}")
             if not args.no_callgrind:
                 ic = profiling.count_instructions(launcher, c.target, c.options, c.workload, c.name,
                                                   Path(work) / "callgrind")
@@ -584,7 +593,9 @@ def cmd_profile(args) -> int:
                 print(f"{c.name}: {ic.own_per_row:,.0f} instructions per row in the statement's thread "
                       f"(spread {ic.own_spread:.3%}), {ic.per_row:,.0f} in all threads "
                       f"(spread {ic.relative_spread:.3%}) over {len(ic.counts)} runs")
-    if len(profiles) >= 2:
+    if skipped and profiles:
+        print(skipped)
+    elif len(profiles) >= 2:
         print(f"differential: {profiling.differential(profiles[0], profiles[1], args.out / 'differential.svg')}")
     if profiles:
         top = pd.concat([p.top_functions() for p in profiles])
@@ -622,7 +633,7 @@ def _check_writable(args) -> None:
     removing a directory there (permission bits do not tell for root or special file systems)."""
     # --data is written where new runs go: `run`, `ablate`, and a `report` that measures (with
     # --from-data it is only read, and may be a reviewer's read-only copy)
-    writes_data = args.command in ("run", "ablate", "import") or (args.command == "report" and not args.from_data)
+    writes_data = args.command in ("run", "ablate", "import") or (args.command == "report" and args.from_data is None)
     names = ("work", "out", "figures") + (("data",) if writes_data else ())
     dirs = [(f"--{name}", getattr(args, name)) for name in names if getattr(args, name, None) is not None]
     if getattr(args, "table", None) is not None:

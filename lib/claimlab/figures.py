@@ -16,7 +16,14 @@ from matplotlib import ticker
 
 from . import narrative
 
-sns.set_theme(style="whitegrid", context="notebook")
+# Sources and labels may be Chinese: matplotlib falls back glyph by glyph along this list, so a
+# CJK title draws in Noto Sans CJK (fonts-noto-cjk, installed by `make setup`) instead of boxes.
+FONTS = ["DejaVu Sans", "Noto Sans CJK SC", "Noto Sans CJK JP"]
+sns.set_theme(style="whitegrid", context="notebook", rc={"font.family": FONTS})
+# Okabe & Ito's qualitative palette (colour-blind safe), without its yellow, which white paper
+# hides: at most seven series are told apart by colour, each with a marker of its own too.
+PALETTE = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#D55E00", "#56B4E9", "#000000"]
+MARKERS = ["o", "s", "^", "D", "v", "P", "X"]
 _VERDICT_COLOURS = {"supported": "#1b7837", "contradicted": "#b2182b", "inconclusive": "#8c8c8c",
                     "not_tested": "#d0d0d0"}
 
@@ -43,6 +50,27 @@ def _panel_title(server: str, text: str, servers: int) -> str:
     return f"{server}\n{text}" if servers > 1 else text
 
 
+def _family(server: str) -> str | None:
+    """The server family of a panel's server name, for its levels' names (None: not known)."""
+    return narrative.server_family(server) if server.startswith(("MariaDB", "MySQL")) else None
+
+
+def _workload(name: str) -> str:
+    return narrative.WORKLOAD_WORDS.get(name, str(name).replace("_", " "))
+
+
+def series(condition: str) -> str:
+    """The series a condition is drawn in when a figure has more conditions than colours can
+    tell apart: an ablation's steps by kind (each switch alone, or cumulatively), else the
+    condition itself."""
+    level = str(condition).split("=", 1)[-1]
+    if level.startswith("only-"):
+        return "one option switched"
+    if level.startswith("upto-"):
+        return "options switched cumulatively"
+    return narrative.level_words(condition)
+
+
 def observations(results: pd.DataFrame, metrics: list[str] | None = None) -> plt.Figure:
     """Every observation per condition (strip) over its distribution (box), one panel per
     server, workload and metric (a row per workload and metric, its servers side by side)."""
@@ -62,8 +90,10 @@ def observations(results: pd.DataFrame, metrics: list[str] | None = None) -> plt
                     showfliers=False, width=0.6)
         sns.stripplot(data=panel, x="value", y="condition", order=order, ax=ax, hue="repetition",
                       palette="viridis", size=4, jitter=0.2, legend=False)
-        ax.set_title(_panel_title(server, f"{workload}: {metric}", servers), fontsize=11)
-        ax.set_xlabel(f"{metric} ({unit})")
+        ax.set_yticks(range(len(order)), [narrative.level_words(c, _family(server)) for c in order])
+        ax.set_title(_panel_title(server, f"{_workload(workload)}: {narrative.metric_words(metric)}", servers),
+                     fontsize=11)
+        ax.set_xlabel(f"{narrative.metric_words(metric)} ({unit})")
         ax.set_ylabel("")
     for ax in list(axes.flat)[len(panels):]:
         ax.set_visible(False)
@@ -76,24 +106,28 @@ _RATIO_TICKS = (0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 3.0, 5.0, 10.0)
 
 
 def effect_labels(table: pd.DataFrame) -> list[str]:
-    """A forest plot's row labels: which comparison on which server ("uca_ai vs utf8mb3 — MySQL
-    9.7.4"), with the claim first when the table has several."""
+    """A forest plot's row labels: which comparison on which server ("utf8mb4_0900_ai_ci vs
+    utf8mb3_general_ci — MySQL 9.7.4"), with the claim first when the table has several."""
     several = table["claim"].nunique() > 1
-    return [(f"{r.claim} " if several else "") + narrative.comparison_label(r.comparison) + " — "
-            + (narrative.server_name(r.server_version) or "not measured")
-            for r in table.itertuples()]
+    workload = narrative.several_workloads(table)
+    return [(f"{r['claim']} " if several else "") + narrative.comparison_words(r, workload=workload) + " — "
+            + (narrative.server_name(r["server_version"]) or "not measured")
+            for _, r in table.iterrows()]
 
 
 def effects(table: pd.DataFrame, title: str = "") -> plt.Figure:
     """Forest plot: each comparison's ratio with its interval, and the published ratio beside it."""
     rows = table.reset_index(drop=True)
     labels = effect_labels(rows)
+    levels = sorted({narrative.level(c) for c in rows["confidence"].dropna()}, key=lambda t: float(t[:-1]))
+    interval = (f"{levels[0]} interval" if len(levels) == 1 else
+                f"intervals at {' or '.join(levels)}, as the table says" if levels else "interval")
     fig, ax = plt.subplots(figsize=(10, 0.5 * len(rows) + 1.6))
     for y, r in enumerate(rows.itertuples()):
         colour = _VERDICT_COLOURS.get(r.verdict, "#333333")
         if pd.notna(r.ci_low):
             ax.errorbar(r.estimate, y, xerr=[[r.estimate - r.ci_low], [r.ci_high - r.estimate]],
-                        fmt="o", color=colour, capsize=4, label="measured (95% CI)" if y == 0 else None)
+                        fmt="o", color=colour, capsize=4, label=f"measured ({interval})" if y == 0 else None)
         if pd.notna(r.published_ratio):
             ax.plot(r.published_ratio, y, marker="X", color="#d95f02", markersize=9, linestyle="none",
                     label="published" if y == rows.index[rows["published_ratio"].notna()].min() else None)
@@ -113,14 +147,21 @@ def effects(table: pd.DataFrame, title: str = "") -> plt.Figure:
     if handles:   # right above the axes, under the title: next to the markers, hiding none of them
         ax.legend(handles, names, loc="lower left", bbox_to_anchor=(0, 1.0), ncol=len(handles), fontsize=10,
                   frameon=False, borderaxespad=0.2, handletextpad=0.3, columnspacing=1.5)
-    ax.set_title(title or "Effects with 95% intervals, and the published values", pad=28 if handles else 6)
+    ax.set_title(title or "Measured effects and the published values", pad=28 if handles else 6)
     fig.tight_layout()
     return fig
 
 
 def run_order(results: pd.DataFrame, metric: str | None = None) -> plt.Figure:
-    """Measurements in the order they were taken: drift and disturbances show as trends or jumps."""
+    """Measurements in the order they were taken: drift and disturbances show as trends or jumps.
+    Each condition (or, past seven, each `series`) has a colour and a marker of its own."""
     data = _by_server(results[results["metric"] == (metric or results["metric"].iloc[0])])
+    conditions = _conditions_order(data)
+    name = series if len(conditions) > len(PALETTE) else narrative.level_words
+    data = data.assign(series=data["condition"].map(name))
+    order = list(dict.fromkeys(name(c) for c in conditions))
+    colours = dict(zip(order, PALETTE))
+    markers = dict(zip(order, MARKERS))
     panels = data[["server", "workload"]].drop_duplicates().sort_values(["workload", "server"]).values.tolist()
     servers = data["server"].nunique()
     fig, axes = plt.subplots(len(panels), 1, figsize=(10, 2.8 * len(panels)), squeeze=False)
@@ -130,15 +171,18 @@ def run_order(results: pd.DataFrame, metric: str | None = None) -> plt.Figure:
         panel = panel.sort_values([c for c in ("run_id", "started_at", "seq", "iteration") if c in panel]
                                   ).reset_index(drop=True)
         panel = panel.assign(order=range(len(panel)))
-        sns.scatterplot(data=panel, x="order", y="value", hue="condition", hue_order=_conditions_order(data),
-                        ax=ax, s=25, legend=i == 0)
-        ax.set_title(_panel_title(server, f"{workload}: {panel['metric'].iloc[0]} in run order", servers),
-                     fontsize=11)
+        sns.scatterplot(data=panel, x="order", y="value", hue="series", hue_order=order, palette=colours,
+                        style="series", style_order=order, markers=markers, ax=ax, s=28, legend=i == 0)
+        what = narrative.metric_words(panel["metric"].iloc[0])
+        ax.set_title(_panel_title(server, f"{_workload(workload)}: {what} in run order", servers), fontsize=11)
         ax.set_xlabel("measurement, in the order taken")
-        ax.set_ylabel(f"{panel['metric'].iloc[0]} ({panel['unit'].iloc[0]})")
-        if i == 0:   # one legend for every panel, beside the first: it hides no point
-            ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=10, frameon=False, title="condition")
+        ax.set_ylabel(f"{what} ({panel['unit'].iloc[0]})")
+        if i == 0:   # one legend for every panel, above the first: it hides no point and squeezes no axes
+            handles, labels = ax.get_legend_handles_labels()
+            ax.get_legend().remove()
     fig.tight_layout()
+    fig.legend(handles, labels, loc="lower left", bbox_to_anchor=(0.0, 1.0), ncol=2 if len(labels) > 3 else 3,
+               fontsize=10, frameon=False, title="condition", alignment="left")
     return fig
 
 
@@ -172,26 +216,32 @@ def costs(table: pd.DataFrame, metrics: list[str] | None = None) -> plt.Figure:
 
 
 def waterfall(table: pd.DataFrame, metric: str = "elapsed_s", title: str = "") -> plt.Figure:
-    """An ablation (ablation.attribute's table), slow to fast in the cumulative order: each bar is
-    one switch's change of the metric (relative to slow), labelled with its share of the gap and
-    its interval."""
+    """An ablation (ablation.attribute's table), slow to fast in the cumulative order, drawn
+    across: each bar is one switch's change of the metric (relative to slow), and its share of
+    the gap with its interval is written in a column of its own at the right, one line per bar,
+    so no label can run into another however many switches there are."""
     steps = table[table["kind"] == "cumulative"].reset_index(drop=True)
     slow_mean = float(table.loc[table["kind"] == "total", "mean"].iloc[0]) / float(
         table.loc[table["kind"] == "total", "ratio"].iloc[0])
-    fig, ax = plt.subplots(figsize=(min(11, max(5, 1.0 * (len(steps) + 2))), 5))
+    fig, ax = plt.subplots(figsize=(10, 0.45 * (len(steps) + 2) + 1.4))
     level = 1.0
-    ax.bar(0, 1.0, color="#b2182b", width=0.6)
+    ax.barh(0, 1.0, color="#b2182b", height=0.6)
+    shares = [""]
     for i, r in enumerate(steps.itertuples(index=False), start=1):
         new = r.mean / slow_mean
-        ax.bar(i, new - level, bottom=level, width=0.6, color="#1b7837" if new < level else "#d6604d")
-        ax.annotate(f"{r.share:.0%}\n[{r.share_lo:.0%}, {r.share_hi:.0%}]", (i, max(new, level)),
-                    ha="center", va="bottom", fontsize=9)
+        ax.barh(i, new - level, left=level, height=0.6, color="#1b7837" if new < level else "#d6604d")
+        shares.append(f"{r.share:.0%} [{r.share_lo:.0%}, {r.share_hi:.0%}]")
         level = new
-    ax.bar(len(steps) + 1, level, color="#2166ac", width=0.6)
-    ax.set_xticks(range(len(steps) + 2), ["slow", *[f"+{o}" for o in steps["option"]], "fast"],
-                  rotation=20, ha="right")
-    ax.set_ylabel(f"{metric} relative to slow")
-    ax.set_ylim(0, 1.2 * max(1.25, ax.get_ylim()[1]))   # headroom: the share labels stay under the title
-    ax.set_title(title or "Cumulative ablation: share of the gap [95% interval]")
+    ax.barh(len(steps) + 1, level, color="#2166ac", height=0.6)
+    shares.append("")
+    ax.set_yticks(range(len(steps) + 2), ["slow", *[f"+ {o}" for o in steps["option"]], "fast"])
+    ax.invert_yaxis()
+    for y, text in enumerate(shares):
+        ax.text(1.02, y, text, transform=ax.get_yaxis_transform(), va="center", fontsize=9)
+    ax.text(1.02, -0.9, "share of the gap\n[95% interval]", transform=ax.get_yaxis_transform(), va="bottom",
+            fontsize=9, fontweight="bold")
+    ax.set_xlabel(f"{narrative.metric_words(metric)} relative to slow")
+    ax.set_xlim(0, 1.05 * max(1.2, ax.get_xlim()[1]))   # room past the longest bar
+    ax.set_title(title or "Cumulative ablation: each switch's step from slow to fast")
     fig.tight_layout()
     return fig

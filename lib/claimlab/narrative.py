@@ -104,7 +104,8 @@ def table_html(df: pd.DataFrame, formats: dict[str, Callable] | None = None, lab
     `default`, unless `formats` says otherwise), headers relabelled; wraps instead of overflowing
     (see the report CSS)."""
     formats, labels = formats or {}, labels or {}
-    head = "".join(f"<th>{html.escape(labels.get(c, c.replace('_', ' ')))}</th>" for c in df.columns)
+    head = "".join(f"<th>{html.escape(labels.get(c, c if ' ' in c else c.replace('_', ' ')))}</th>"
+                   for c in df.columns)
     rows = []
     for record in df.itertuples(index=False):
         cells = []
@@ -131,6 +132,86 @@ def _cell(value) -> str:
         return number(value)
     padded = _PADDED_DECIMAL.fullmatch(str(value))
     return padded.group(1) + (padded.group(2) or "") if padded else str(value)
+
+
+# -- levels and comparisons in words -------------------------------------------------------------
+
+# What each factor level of the params files is, as a reader names it: a level is a key (`uca_ai`,
+# `v80_binlog`) chosen to be short in code, never shown. A level that is a role filled differently
+# per server family maps the family to what ran there.
+LEVEL_WORDS: dict[str, dict[str, str | dict[str, str]]] = {
+    "charset": {"latin1": "latin1 throughout", "utf8mb4": "utf8mb4 throughout",
+                "mismatch": "latin1 client, utf8mb4 server"},
+    "collation": {"uca_ai": {"mysql": "utf8mb4_0900_ai_ci", "mariadb": "utf8mb4_uca1400_ai_ci"}},
+    "binlog": {"on": "binary log on", "off": "binary log off"},
+    "server": {"defaults": "8.0 defaults (binary log off)", "v57_values": "5.7 values",
+               "v80_binlog": "8.0 binlog defaults", "mysql57": "MySQL 5.7.44", "mysql80": "MySQL 8.0.40",
+               "mysql80_skip_log_bin": "MySQL 8.0.40, binary log off"},
+}
+WORKLOAD_WORDS = {"insert_loop": "insert loop", "bulk_insert": "bulk insert", "join": "join",
+                  "varchar_scan": "varchar scan", "oltp": "sysbench oltp_read_write"}
+_STEP = re.compile(r"(only|upto)-(.+)")
+
+
+def level_words(condition, family: str | None = None) -> str:
+    """A condition ("collation=uca_ai", or "collation_uca_ai" as CPU evidence names it) as a
+    reader names it: "utf8mb4_0900_ai_ci" on MySQL, "utf8mb4_0900_ai_ci (MySQL) /
+    utf8mb4_uca1400_ai_ci (MariaDB)" when the server is not known; an ablation's step as the
+    switch it makes ("only innodb_flush_method", "up to log_bin"); a level with no entry as it is
+    spelt (a collation's real name)."""
+    parts = []
+    for part in str(condition).split(","):
+        factor, sep, level = part.strip().partition("=")
+        if not sep:
+            factor, level = next(((f, part[len(f) + 1:]) for f in LEVEL_WORDS if part.startswith(f + "_")),
+                                 ("", part))
+        if factor == "step":
+            step = _STEP.fullmatch(level)
+            parts.append(f"{'only' if step.group(1) == 'only' else 'up to'} {step.group(2)}" if step else level)
+            continue
+        said = LEVEL_WORDS.get(factor, {}).get(level, level)
+        if isinstance(said, dict):
+            said = said[family] if family in said else " / ".join(
+                f"{v} ({_FAMILY_NAMES[k]})" for k, v in sorted(said.items(), key=lambda kv: kv[0] != "mysql"))
+        parts.append(said)
+    return ", ".join(parts)
+
+
+def comparison_words(row, family: str | None = None, workload: bool | set = False) -> str:
+    """A comparison by what it compares: "utf8mb4_0900_ai_ci vs utf8mb3_general_ci", "8.0 binlog
+    defaults vs 5.7 values (insert loop)" with `workload`; never its key (`uca_ai_vs_utf8mb3`)."""
+    if family is None and isinstance(row.get("server_version"), str):
+        family = server_family(row["server_version"])
+    text = f"{level_words(row['treatment'], family)} vs {level_words(row['baseline'], family)}"
+    name = row.get("workload")
+    if isinstance(workload, set):   # several_workloads: the claims that must name theirs
+        workload = row.get("claim") in workload
+    return text + (f" ({WORKLOAD_WORDS.get(name, str(name).replace('_', ' '))})" if workload and name else "")
+
+
+def comparison_names(table: pd.DataFrame) -> dict[str, str]:
+    """Each comparison key of a verdict table -> comparison_words, every server's level named:
+    for tables keyed by comparison (the between-runs spread) that have no levels of their own."""
+    workload = several_workloads(table)
+    return {r["comparison"]: comparison_words(r, family="", workload=workload)
+            for _, r in table.drop_duplicates("comparison").iterrows()}
+
+
+def metric_words(metric: str) -> str:
+    return METRIC_WORDS.get(metric, str(metric).replace("_", " "))
+
+
+def several_workloads(table: pd.DataFrame) -> set[str]:
+    """The claims whose comparisons in `table` span workloads, so that each must say its own."""
+    if "workload" not in table.columns:
+        return set()
+    counts = table.groupby("claim")["workload"].nunique()
+    return set(counts[counts > 1].index)
+
+
+def level(confidence) -> str:
+    """An interval's level as exactly as it was computed: 0.975 -> "97.5%" (never rounded to 98%)."""
+    return "—" if _missing(confidence) else f"{100 * float(confidence):.4g}%"
 
 
 # -- verdict cards ------------------------------------------------------------------------------
@@ -174,7 +255,7 @@ def size_relation(row) -> str:
     return "published value inside the interval"
 
 
-def card_html(row, claim_family: str = "mysql") -> str:
+def card_html(row, claim_family: str = "mysql", workload: bool | set = False) -> str:
     """One verdict card: claimed, measured (with interval), where, analogue or not, verdict in
     words, share of measurements the speed witness flagged."""
     verdict = str(row["verdict"])
@@ -192,7 +273,7 @@ def card_html(row, claim_family: str = "mysql") -> str:
         measured = "not measured"
     else:
         measured = (f"ratio {number(row['estimate'])} [{number(row['ci_low'])}, {number(row['ci_high'])}] "
-                    f"({ratio_change(row['estimate'])}; {percent(row['confidence'], 2)} interval)")
+                    f"({ratio_change(row['estimate'])}; {level(row['confidence'])} interval)")
     flagged = row.get("flagged_share")
     flagged_text = ("speed witness: not recorded in this run" if flagged is None or pd.isna(flagged) else
                     f"speed witness: {percent(flagged)} of measurements taken while the machine ran slow"
@@ -207,7 +288,9 @@ def card_html(row, claim_family: str = "mysql") -> str:
     counts = (f"{html.escape(flagged_text)}. {_count(row.get('n_blocks'))} server starts, "
               f"{_count(row.get('n_runs'))} run(s)." if server else "")
     size = size_relation(row)
-    what = " · ".join([row["claim"], comparison_label(row["comparison"])] + ([server] if server else []))
+    compared = family if server else None   # not measured: every server's level, each named
+    what = " · ".join([row["claim"], comparison_words(row, family if server else None, workload)]
+                      + ([server] if server else []))
     edge = edge_of(row)
     edge_html = (f"<p class='edge'><b>Near a decision edge:</b> an interval {EDGE_FACTOR:g}× as wide, or "
                  f"{EDGE_FACTOR:g}× narrower, would read “{html.escape(edge)}”; another run may read that.</p>"
@@ -221,8 +304,9 @@ def card_html(row, claim_family: str = "mysql") -> str:
         f"<div class='card-head'><span class='verdict'>{html.escape(str(label))}</span>"
         + ("<span class='edge-mark'>near an edge</span>" if edge else "")
         + f"<span class='what'>{html.escape(what)}</span></div>"
-        f"<div class='card-body'><p><b>Compared:</b> {html.escape(str(row['treatment']))} against "
-        f"{html.escape(str(row['baseline']))}, {html.escape(METRIC_WORDS.get(row['metric'], row['metric']))}.</p>"
+        f"<div class='card-body'><p><b>Compared:</b> {html.escape(level_words(row['treatment'], compared))} "
+        f"against {html.escape(level_words(row['baseline'], compared))}, "
+        f"{html.escape(metric_words(row['metric']))}.</p>"
         f"<p><b>Claimed:</b> {html.escape(claimed)}. <b>Measured:</b> {html.escape(measured)}"
         f"{'; ' + html.escape(size) if size else ''}.</p>"
         f"<p><b>Where:</b> {html.escape(where)}. {counts}</p>{edge_html}{rerun_html}</div></div>")
@@ -241,9 +325,10 @@ def _count(value) -> str:
 
 def cards_html(table: pd.DataFrame, claim_family: str = "mysql") -> str:
     """Cards side by side per comparison when several servers measured it (MariaDB | MySQL)."""
-    groups = []
+    groups, workload = [], several_workloads(table)
     for _, part in table.groupby(["claim", "comparison"], sort=False):
-        groups.append("<div class='card-row'>" + "".join(card_html(r, claim_family) for _, r in part.iterrows())
+        groups.append("<div class='card-row'>" + "".join(card_html(r, claim_family, workload)
+                                                         for _, r in part.iterrows())
                       + "</div>")
     return "<div class='cards'>" + "".join(groups) + "</div>"
 
@@ -283,12 +368,44 @@ def edge_of(row) -> str:
     return edge if isinstance(edge, str) else ""
 
 
-def note_markdown(row) -> str:
-    """One comparison's note for the end of a report: where it ran, the verdict in words, why."""
+def note_html(row, workload: bool | set = False) -> str:
+    """One comparison's note for the end of a report: two lines (where it ran and the verdict;
+    the measured ratio and the reason) and the rest of the analysis's note in a collapsed block
+    (its design, outliers, kept rows), for whoever checks it."""
     where = server_name(row["server_version"], row["target"]) or "no server that ran both sides"
-    note = row["verdict_note"] if isinstance(row["verdict_note"], str) else ""
-    return (f"- **{row['claim']} {comparison_label(row['comparison'])}** on {where}: "
-            f"{row['verdict_label']}. {note}").rstrip()
+    family = server_family(row["server_version"]) if server_name(row["server_version"]) else None
+    parts = note_parts(row["verdict_note"] if isinstance(row["verdict_note"], str) else "")
+    measured = ("not measured" if row["verdict"] == "not_tested" or _missing(row.get("estimate")) else
+                f"ratio {number(row['estimate'])} [{number(row['ci_low'])}, {number(row['ci_high'])}], "
+                f"{level(row['confidence'])} interval")
+    reason = parts[0] if parts else ""
+    head = (f"<b>{html.escape(str(row['claim']))} · {html.escape(comparison_words(row, family, workload))}</b> "
+            f"on {html.escape(where)}: {html.escape(str(row['verdict_label']))}.")
+    line = html.escape(measured + (f"; {reason}" if reason and reason != "not tested" else "") + ".")
+    details = ("<details><summary>How this was decided</summary><ul>"
+               + "".join(f"<li>{html.escape(p)}</li>" for p in parts[1:]) + "</ul></details>"
+               if len(parts) > 1 else "")
+    return f"<div class='note-item'><p>{head}<br>{line}</p>{details}</div>"
+
+
+def notes_html(table: pd.DataFrame) -> str:
+    workload = several_workloads(table)
+    return "<div class='notes'>" + "".join(note_html(r, workload) for _, r in table.iterrows()) + "</div>"
+
+
+def note_parts(note: str) -> list[str]:
+    """An analysis note's clauses: split at "; " outside parentheses (a clause may explain
+    itself in parentheses that hold a "; " of their own); "not tested: why" gives its reason."""
+    if note.startswith("not tested: "):
+        return ["not tested", note[len("not tested: "):]]
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(note):
+        depth += ch == "(" or -(ch == ")")
+        if depth == 0 and note.startswith("; ", i):
+            parts.append(note[start:i])
+            start = i + 2
+    parts.append(note[start:])
+    return [p.strip() for p in parts if p.strip()]
 
 
 def slow_hour_lines(rows) -> list[str]:
@@ -343,18 +460,27 @@ def edge_lines(rows) -> list[str]:
 
 
 def verdict_table_html(table: pd.DataFrame) -> str:
-    view = table[["claim", "comparison", "server_version", "estimate", "ci_low", "ci_high", "published_ratio",
-                  "verdict_label", "flagged_share", "fast_share"]].assign(
-        rerun_chance=table["rerun_chance"].map(rerun_chance),
-        comparison=table["comparison"].map(comparison_label),
-        verdict_label=[shown_label(r) for _, r in table.iterrows()],
-        server_version=[server_name(v, t) or "—" for v, t in zip(table["server_version"], table["target"])])
-    return table_html(view, formats={"flagged_share": percent, "fast_share": whole_percent,
-                                              "published_ratio": published},
-                      labels={"server_version": "server", "estimate": "measured ratio", "ci_low": "95% low",
-                              "ci_high": "95% high", "published_ratio": "published", "verdict_label": "verdict",
-                              "flagged_share": "flagged", "fast_share": "fast state",
-                              "rerun_chance": "same on a rerun"})
+    """The verdict table, one table per interval level with the level stated once in its caption
+    (a family of comparisons shares its error rate, so its intervals are wider: 97.5% for two)."""
+    workload = several_workloads(table)
+    parts = []
+    levels = table["confidence"].fillna(-1.0)
+    for confidence, part in table.groupby(levels, sort=False):
+        view = part[["claim", "comparison", "server_version", "estimate", "ci_low", "ci_high", "published_ratio",
+                     "verdict_label", "flagged_share", "fast_share"]].assign(
+            rerun_chance=part["rerun_chance"].map(rerun_chance),
+            comparison=[comparison_words(r, workload=workload) for _, r in part.iterrows()],
+            verdict_label=[shown_label(r) for _, r in part.iterrows()],
+            server_version=[server_name(v, t) or "—" for v, t in zip(part["server_version"], part["target"])])
+        caption = ("Not measured: no server here ran both sides" if confidence < 0 else
+                   f"Intervals at {level(confidence)}"
+                   + ("" if confidence == 0.95 else " (each comparison's share of its family's 5% error rate)"))
+        parts.append(table_html(view, caption=caption, formats={
+            "flagged_share": percent, "fast_share": whole_percent, "published_ratio": published},
+            labels={"server_version": "server", "estimate": "measured ratio", "ci_low": "low", "ci_high": "high",
+                    "published_ratio": "published", "verdict_label": "verdict", "flagged_share": "flagged",
+                    "fast_share": "fast state", "rerun_chance": "same on a rerun"}))
+    return "".join(parts)
 
 
 # -- claim, method, settings ----------------------------------------------------------------------
@@ -385,7 +511,8 @@ def method_markdown(run_dir: Path) -> str:
     d = m["design"]
     host = m["provenance"]["host"]
     git = m["provenance"].get("git") or {}
-    factors = ", ".join(f"`{c['id']}`" for c in m["conditions"])
+    family = server_family(run_server(run_dir))
+    factors = ", ".join(level_words(c["id"], family) for c in m["conditions"])
     skipped = "".join(f"\n- **Not run:** {reason}" for reason in m.get("skipped_targets", {}).values())
     return (
         f"**Run** `{m['run_id']}` on {run_server(run_dir)} ({m['profile']} profile, {m['status']}), "
@@ -440,7 +567,8 @@ def settings_table(run_dir: Path) -> pd.DataFrame:
         if record["condition"] in rows:
             continue
         variables = read_variables(run_dir, record["variables"])
-        rows[record["condition"]] = {"condition": record["condition"], "version": record["version"],
+        rows[record["condition"]] = {"condition": level_words(record["condition"], server_family(record["version"])),
+                                     "version": record["version"],
                                      **{k: variables.get(k) for k in SETTINGS_SHOWN},
                                      "log_bin": "ON" if record["log_bin"] else "OFF"}
     table = pd.DataFrame(list(rows.values()))
@@ -500,10 +628,35 @@ def cost_view(cost: pd.DataFrame, metrics=tuple(COST_UNITS)) -> pd.DataFrame:
         for r in part.sort_values("condition").to_dict("records"):
             row = rows.setdefault((workload, label, r["condition"]), {
                 **({"workload": workload} if several_workloads else {}), "cost": label,
-                "condition": r["condition"], **{_server_column(s): "—" for s in servers}, "unit": unit_text})
-            row[_server_column(r.get("server", ""))] = (f"{number(r['mean'] * factor)} "
-                                                        f"[{number(r['lo'] * factor)}, {number(r['hi'] * factor)}]")
+                "condition": level_words(r["condition"]), **{_server_column(s): "—" for s in servers},
+                "unit": unit_text})
+            row[_server_column(r.get("server", ""))] = _cost_cell(r["mean"], r["lo"], r["hi"], factor)
     return pd.DataFrame(list(rows.values()))
+
+
+CLIPPED = "‡"
+CLIPPED_NOTE = (f"{CLIPPED} Below zero before clipping at zero: a cost cannot be negative. Counts per operation "
+                "are differences of per-thread counters, which fall when server threads end during a "
+                "measurement; such a cell is not a measured zero, read it as not measured.")
+
+
+def _cost_cell(mean: float, lo: float, hi: float, factor: float) -> str:
+    """ "mean [low, high]", the interval intersected with what a cost can be (zero or more):
+    where the bootstrap's values went below zero the cell is clipped and marked, never shown as
+    a negative count."""
+    clipped = any(not _missing(v) and v < 0 for v in (mean, lo, hi))
+    mean, lo, hi = (v if _missing(v) else max(v, 0.0) for v in (mean, lo, hi))
+    cell = f"{number(mean * factor)} [{number(lo * factor)}, {number(hi * factor)}]"
+    return cell + (f" {CLIPPED}" if clipped else "")
+
+
+def cost_html(cost: pd.DataFrame) -> str:
+    """cost_view as the report's table, with the note on clipped cells when there are any."""
+    view = cost_view(cost)
+    text = table_html(view)
+    if view.astype(str).apply(lambda c: c.str.endswith(CLIPPED)).any().any():
+        text += f"<p class='small'>{html.escape(CLIPPED_NOTE)}</p>"
+    return text
 
 
 def _server_column(server: str) -> str:
@@ -517,7 +670,8 @@ def claim_family(claim: Claim) -> str:
 
 
 CSS = """
-body { font-family: system-ui, sans-serif; margin: 1.5em auto; max-width: 72em; color: #222; padding: 0 1em; }
+body { font-family: system-ui, "Noto Sans CJK SC", sans-serif; margin: 1.5em auto; max-width: 72em; color: #222;
+  padding: 0 1em; }
 table.people { border-collapse: collapse; max-width: 100%; margin: .5em 0 1em; font-size: 0.9em; }
 table.people td, table.people th { border-bottom: 1px solid #ddd; padding: .3em .6em; text-align: left; }
 table.people td.long { overflow-wrap: anywhere; }
@@ -533,8 +687,8 @@ table.people caption { text-align: left; font-weight: 600; }
 .card.supported { border-left-color: #1b7837; } .card.supported .verdict { color: #1b7837; }
 .card.contradicted { border-left-color: #b2182b; } .card.contradicted .verdict { color: #b2182b; }
 .card.inconclusive .verdict { color: #555; }
-.card .edge-mark { font-size: .8em; border: 1px solid #b08000; color: #7a5a00; border-radius: 3px;
-  padding: 0 .35em; margin-right: .6em; }
+.card .edge-mark { display: inline-block; font-size: .8em; font-weight: 600; background: #fff3cd;
+  border: 1px solid #b08000; color: #7a5a00; border-radius: 3px; padding: 0 .4em; margin-right: .6em; }
 .card p.edge { color: #7a5a00; }
 .card.not-tested { border-left-color: #d0d0d0; color: #777; }
 .note { background: #fff7e0; padding: .4em .8em; border-radius: 4px; }

@@ -240,12 +240,26 @@ def profile_condition(launcher: Launcher, target: TargetSpec, options: ServerOpt
     return profile
 
 
+FLAMEGRAPH = ("inferno-flamegraph", "`cargo install inferno` (a Rust toolchain: rustup)")
+
+
+def flamegraph_skip() -> str:
+    """'' where flame graphs can be drawn; else the one line a profiling step prints instead of
+    them: inferno comes from cargo, and a machine without Rust still profiles, counts
+    instructions and shows the top functions."""
+    try:
+        tool(*FLAMEGRAPH)
+    except TargetUnavailable as exc:
+        return f"flame graphs skipped: {exc}"
+    return ""
+
+
 def flamegraph(profile: Profile, path: Path, title: str = "") -> Path:
     """An interactive SVG flame graph of one condition (inferno-flamegraph). Frames under 0.1% of
     the samples (about a pixel) are left out: inferno's default keeps single-sample stacks, whose
     hairline towers (an interrupt atop an fsync) set the graph's height and leave a band of
     empty space above the stacks that matter."""
-    binary = tool("inferno-flamegraph", "`cargo install inferno`")
+    binary = tool(*FLAMEGRAPH)
     return _render([binary, "--width", "1100", "--minwidth", "0.1", "--title",
                     title or f"{profile.condition}: {profile.samples} samples (cpu-clock)"],
                    profile.folded(), path)

@@ -1,8 +1,10 @@
-"""Reports: execute the notebooks with papermill, render them with nbconvert, write an index.
+"""Reports: the render phase of `claimlab report`. Execute the notebooks with papermill over
+stored runs, render them with nbconvert, write an index.
 
-The claim notebooks call the helpers at the top of this module for their narrative tables; the
-build functions below turn executed notebooks into single-file HTML (figures embedded as base64,
-no script loaded from the network) and `reports/index.html`, the verdict table.
+The run phase (claimlab.campaign) measures first, in the command's process; here every notebook
+reads run ids only and starts no server. The claim notebooks call the helpers below for their
+narrative tables; `render` turns executed notebooks into single-file HTML (figures embedded as
+base64, no script loaded from the network) and `reports/index.html`, the verdict table.
 """
 
 from __future__ import annotations
@@ -10,7 +12,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
-import signal
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor, wait
@@ -23,9 +24,9 @@ import pandas as pd
 from . import narrative
 from . import params as params_mod
 from .claims import Claim
-from .errors import ClaimlabError, Interrupted
+from .errors import ClaimlabError
 from .provenance import cpu_label
-from .store import list_runs, now, project_root, read_manifest, runs_root
+from .store import project_root, read_manifest
 
 CLAIM_NOTEBOOK = "claim.ipynb"   # one notebook, parameterized by experiment; outputs named per claim
 NOTEBOOKS = {  # experiment -> report name (the HTML file is NAME.html)
@@ -52,8 +53,10 @@ def write_summary(path: str | os.PathLike | None, run_dirs: list[Path], table: p
     payload = {"claim": claim.id, "title": claim.title, "run_ids": [x["run_id"] for x in manifests],
                "profile": m["profile"], "experiment": m["experiment"],
                "runs": [{"run_id": x["run_id"], "target": x.get("default_target"), "profile": x["profile"],
+                         "server": narrative.run_server(run_dir),
                          "created_at": x["created_at"], "host": x["provenance"]["host"],
-                         "git": x["provenance"]["git"], "checksums": x.get("checksums", {})} for x in manifests],
+                         "git": x["provenance"]["git"], "checksums": x.get("checksums", {})}
+                        for x, run_dir in zip(manifests, run_dirs)],
                "rows": json.loads(table.to_json(orient="records"))}
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     Path(path).write_text(json.dumps(payload, indent=1, default=str))
@@ -123,6 +126,8 @@ def scrub(paths: Iterable[Path], secrets: list[str]) -> list[Path]:
 
 
 def execute(notebook: str, out_dir: Path, parameters: dict, root: Path, name: str | None = None) -> Path:
+    """Run one notebook with papermill over stored runs (no notebook starts a server): an
+    interrupt shuts its kernel down and unwinds."""
     import papermill as pm
     from jupyter_client.manager import KernelManager
 
@@ -131,7 +136,7 @@ def execute(notebook: str, out_dir: Path, parameters: dict, root: Path, name: st
     output = out_dir / f"{name or Path(notebook).stem}.ipynb"
     source = root / "notebooks" / notebook
     declared = pm.inspect_notebook(str(source))
-    parameters = {k: v for k, v in parameters.items() if k in declared}   # e.g. cpu_evidence: C2, C4 only
+    parameters = {k: v for k, v in parameters.items() if k in declared}   # e.g. summary_json: claims only
     # The kernel talks over Unix sockets in a private directory, not loopback TCP: nothing else
     # on the machine can reach it, and ipykernel has no "unencrypted TCP" warning to print.
     with tempfile.TemporaryDirectory(prefix="claimlab-kernel-") as sockets:
@@ -147,44 +152,11 @@ def execute(notebook: str, out_dir: Path, parameters: dict, root: Path, name: st
                 while not wait([executing], timeout=0.5).done:
                     pass
             executing.result()
-        except (Interrupted, KeyboardInterrupt):
-            _stop_kernel_servers(km)
-            wait([executing], timeout=KERNEL_STOP_S)   # its cell ends with the run's Interrupted
-            raise
         finally:
             if km.has_kernel:
                 km.shutdown_kernel(now=True)
             pool.shutdown(wait=False)
     return output
-
-
-KERNEL_STOP_S = 150.0   # a run stops its servers (each up to STOP_TIMEOUT_S, side by side) and sysbench
-
-
-def _stop_kernel_servers(km) -> None:
-    """An interrupted report (Ctrl-C, SIGTERM): the kernel runs in a session of its own, so the
-    signal reached only this process, and killing the kernel would leave its run's servers
-    running (they have sessions of their own too). SIGTERM to the kernel makes its run stop them
-    (the runner turns it into Interrupted); wait for the kernel's child processes to end."""
-    import psutil
-
-    def running(process: psutil.Process) -> bool:
-        try:
-            return process.status() != psutil.STATUS_ZOMBIE
-        except psutil.NoSuchProcess:
-            return False
-
-    if not km.has_kernel:
-        return
-    try:
-        kernel = psutil.Process(km.provisioner.process.pid)
-        children = kernel.children(recursive=True)
-    except psutil.NoSuchProcess:
-        return       # the kernel had exited: nothing of its own is left to stop
-    km.signal_kernel(signal.SIGTERM)
-    deadline = time.monotonic() + KERNEL_STOP_S
-    while time.monotonic() < deadline and any(running(child) for child in children):
-        time.sleep(0.2)
 
 
 def render_html(notebook: Path, show_code: bool = False) -> Path:
@@ -207,52 +179,25 @@ def render_html(notebook: Path, show_code: bool = False) -> Path:
     return out
 
 
-def build(*, profile: str = "quick", run_ids: list[str] | None = None, out_dir: Path | None = None,
-          show_code: bool = False, data_dir: Path | None = None, experiments: list[str] | None = None,
-          figures_dir: Path | None = None, targets: Iterable[str] = ("mariadb", "mysql"),
-          cpu_evidence: bool = False, log=print) -> Path:
-    """Run (or re-analyse) every claim notebook, on every target that can run here, then the
-    summary, then the index. New runs get CPU evidence (perf, callgrind) only with
-    `cpu_evidence` (minutes a server); re-analysed runs show what is stored with them."""
+def render(runs, *, out_dir: Path | None = None, show_code: bool = False, data_dir: Path | None = None,
+           figures_dir: Path | None = None, log=print) -> Path:
+    """The render phase of `claimlab report`: every claim notebook over its stored runs
+    (`runs`: a campaign.Runs), then the summary, the investigations and the index. Reads run
+    ids only; no notebook starts a server."""
     root = project_root()
     out_dir = (out_dir or root / "reports").resolve()
-    data_dir = data_dir.resolve() if data_dir else None   # None: new runs in runs/, reads from runs/ and data/raw
+    data_dir = data_dir.resolve() if data_dir else None
     figures_dir = (figures_dir or root / "figures").resolve()
-    plan: dict[str, list[str] | None] = {}
-    if run_ids:
-        from .store import find_run
-        for run_id in run_ids:
-            plan.setdefault(read_manifest(find_run(run_id, data_dir))["experiment"], []).append(run_id)
-    else:
-        plan = {name: None for name in (experiments or NOTEBOOKS)}
-    chosen: dict[str, list[str]] = {}
-    if not run_ids:
-        exps = {name: params_mod.load(params_mod.find(name, root / "params"), profile) for name in plan}
-        check_targets(exps, targets)
-        chosen = {name: chosen_targets(exp, targets) for name, exp in exps.items()}
-        began = time.monotonic()
-        made = [p for p in preload_all(exps, targets, log) if not p.found]
-        if made:
-            from .preload import summary
-            log(f"set-up: loaded the tables in {time.monotonic() - began:.0f} s: {summary(made)}")
     built = []
-    for experiment, ids in plan.items():
+    for experiment, ids in runs.claims.items():
         if experiment not in NOTEBOOKS:
             raise ClaimlabError(f"no notebook for experiment {experiment!r}")
-        doing = (f"re-analysing {' '.join(ids)}" if ids
-                 else f"running the {profile} profile on {', '.join(chosen[experiment])}")
-        log(f"{experiment}: {doing}")
-        began, since = time.monotonic(), now()
+        log(f"{experiment}: rendering {' '.join(ids)}")
+        began = time.monotonic()
         summary_path = out_dir / f"{experiment}.summary.json"
-        try:
-            nb = execute(CLAIM_NOTEBOOK, out_dir, {
-                "experiment": experiment, "profile": profile, "run_ids": ids, "targets": list(targets),
-                "data_dir": _text(data_dir), "figures_dir": str(figures_dir), "summary_json": str(summary_path),
-                "start_servers": ids is None,
-                "cpu_evidence": cpu_evidence and ids is None}, root, NOTEBOOKS[experiment])   # from data: no server
-        except Interrupted as exc:
-            exc.resume = resume_commands(experiment, profile, data_dir, since)
-            raise
+        nb = execute(CLAIM_NOTEBOOK, out_dir, {
+            "experiment": experiment, "run_ids": list(ids), "data_dir": _text(data_dir),
+            "figures_dir": str(figures_dir), "summary_json": str(summary_path)}, root, NOTEBOOKS[experiment])
         built.append(Built(experiment, nb, render_html(nb, show_code), json.loads(summary_path.read_text())))
         log(f"{experiment}: done in {time.monotonic() - began:.0f} s")
     log("summary")
@@ -263,25 +208,16 @@ def build(*, profile: str = "quick", run_ids: list[str] | None = None, out_dir: 
     summary_html = render_html(summary_nb, show_code)
     log(f"summary: done in {time.monotonic() - began:.0f} s")
     investigations = []
-    if not experiments:
-        for name, (notebook, ablation_name) in INVESTIGATIONS.items():
-            # An investigation runs many configurations: a full build runs it anew; a quick build
-            # (or --from-data) re-analyses its newest stored run (the shipped one in a clone),
-            # and runs it at the smoke size only where none is stored.
-            stored = _stored(ablation_name, data_dir)
-            fresh = not run_ids and (profile == "full" or not stored)
-            if not (fresh or stored):
-                continue
-            size = profile if profile == "full" else "smoke"
-            log(f"{name}: " + (f"running the {size} profile" if fresh else "re-analysing its newest stored run"))
-            began = time.monotonic()
-            nb = execute(notebook, out_dir, {"ablation_name": ablation_name, "profile": size,
-                                             "data_dir": _text(data_dir), "start_servers": fresh,
-                                             "cpu_evidence": cpu_evidence and fresh,
-                                             "figures_dir": str(figures_dir),
-                                             "profile_dir": str(figures_dir / name / "profiles")}, root)
-            investigations.append(render_html(nb, show_code))
-            log(f"{name}: done in {time.monotonic() - began:.0f} s")
+    for name, run_id in runs.investigations.items():
+        if run_id is None:
+            continue
+        notebook, ablation_name = INVESTIGATIONS[name]
+        log(f"{name}: rendering {run_id}")
+        began = time.monotonic()
+        nb = execute(notebook, out_dir, {"ablation_name": ablation_name, "run_id": run_id,
+                                         "data_dir": _text(data_dir), "figures_dir": str(figures_dir)}, root)
+        investigations.append(render_html(nb, show_code))
+        log(f"{name}: done in {time.monotonic() - began:.0f} s")
     index = write_index(out_dir / "index.html", built, summary_html, investigations)
     leaked = scrub(out_dir.rglob("*"), secret_values(root))
     if leaked:
@@ -291,12 +227,6 @@ def build(*, profile: str = "quick", run_ids: list[str] | None = None, out_dir: 
 
 def _text(path: Path | None) -> str | None:
     return str(path) if path else None
-
-
-def _stored(experiment: str, data_dir: Path | None) -> bool:
-    """Whether a complete run of `experiment` is stored where the notebooks will look."""
-    from .store import list_runs
-    return any(r["experiment"] == experiment and r["status"] == "complete" for r in list_runs(data_dir))
 
 
 def write_index(path: Path, built: list[Built], summary_html: Path, investigations: list[Path] = ()) -> Path:
@@ -315,7 +245,7 @@ def write_index(path: Path, built: list[Built], summary_html: Path, investigatio
         rows += s["rows"]
         for r in s["runs"]:
             host = r.get("host", {})
-            runs.append({"claim": s["claim"], "run": r["run_id"], "server": r.get("target") or "",
+            runs.append({"claim": s["claim"], "run": r["run_id"], "server": r.get("server") or r.get("target") or "",
                          "profile": r["profile"], "measured": r["created_at"][:16].replace("T", " "),
                          "host": f"{host.get('cpu_model')}, {host.get('cpu_count')} CPUs",
                          "commit": str((r.get("git") or {}).get("commit"))[:10]})
@@ -412,7 +342,7 @@ def runs_markdown(analyses: list[Analysis]) -> str:
             m = read_manifest(path)
             origin = "shipped" if run_id in shipped else "a run of this build, not a shipped one"
             when = str(m.get("created_at", ""))[:16].replace("T", " ")
-            lines.append(f"- **{a.claim.id}** `{run_id}` on {m.get('default_target') or 'its target'}: {origin}, "
+            lines.append(f"- **{a.claim.id}** `{run_id}` on {narrative.run_server(path)}: {origin}, "
                          f"{m.get('profile')} profile, measured {when} UTC on {cpu_label(m['provenance']['host'])}")
     every = "the shipped runs (data/published_runs.json)" if shown <= shipped else \
         "runs that are not all shipped ones: verdicts can differ from the shipped full runs"
@@ -423,27 +353,15 @@ def runs_markdown(analyses: list[Analysis]) -> str:
 
 # -- what the claim notebook calls ---------------------------------------------------------------
 
-def resolve_runs(experiment: str, run_ids: list[str] | None, *, start_servers: bool, profile: str,
-                 data_root: Path | None, targets: Iterable[str] = ("mariadb", "mysql"),
-                 params_name: str | None = None, progress: bool = False, log=print) -> list[Path]:
-    """The runs a claim report reads: `run_ids` if given; else new runs, one per target that can
-    run here, when `start_servers` (servers start, for minutes); else the shipped runs of
-    data/published_runs.json (no server)."""
-    from . import runner, stats
+def resolve_runs(experiment: str, run_ids: list[str] | None, *, data_root: Path | None) -> list[Path]:
+    """The stored runs a claim report reads: `run_ids` if given, else the shipped runs of
+    data/published_runs.json; each must be a run of the experiment's claim."""
     from .store import find_run
     root = project_root()
-    if not run_ids and start_servers:
-        exp = params_mod.load(params_mod.find(params_name or experiment, root / "params"), profile)
-        run_ids = [runner.run(one, data_root=data_root, progress=progress,
-                              should_stop=stats.stopping_for(one)).run_id
-                   for one in per_target(experiment, exp, targets, log)]
-        if not run_ids:
-            raise ClaimlabError(f"{experiment}: none of the targets {', '.join(targets)} can run here")
-    elif not run_ids:
+    if not run_ids:
         shipped = published_runs(root)
         if experiment not in shipped:
-            raise ClaimlabError(f"data/{PUBLISHED_RUNS}: no shipped run for {experiment!r}; pass run_ids "
-                                "or start_servers=True")
+            raise ClaimlabError(f"data/{PUBLISHED_RUNS}: no shipped run for {experiment!r}; pass run_ids")
         run_ids = shipped[experiment]
     paths = []
     for run_id in run_ids:
@@ -452,26 +370,14 @@ def resolve_runs(experiment: str, run_ids: list[str] | None, *, start_servers: b
         except ClaimlabError:
             if data_root is None:
                 raise
-            paths.append(find_run(run_id))   # a shipped run, read while new runs go to data_root
-    claim = params_mod.load(params_mod.find(experiment, root / "params"), profile).claim
+            paths.append(find_run(run_id))   # a shipped run, read beside new runs in data_root
+    claim = params_mod.load(params_mod.find(experiment, root / "params"), "quick").claim
     for path in paths:
         theirs = read_manifest(path)
         if theirs["claim"] != claim:
             raise ClaimlabError(f"run_ids: {path.name} is a run of {theirs['experiment']} ({theirs['claim']}), "
                                 f"not of {experiment} ({claim}): name runs of this claim, or set experiment")
     return paths
-
-
-def resume_commands(experiment: str, profile: str, data_dir: Path | None, since: str) -> list[tuple[str, str]]:
-    """(run id, the command that finishes it) of each run of `experiment` that a signal cut short,
-    made since `since`: the report's runs happen in a notebook kernel, so the command learns their
-    ids from the store."""
-    cut = [r for r in list_runs(data_dir or runs_root())
-           if r["experiment"] == experiment and r["status"] == "interrupted" and (r["created_at"] or "") >= since]
-    data = f" --data {data_dir}" if data_dir else ""
-    return [(r["run_id"], f"claimlab run {experiment} --profile {profile} --target "
-                          f"{read_manifest(Path(r['path']))['default_target']}{data} --resume {r['run_id']}")
-            for r in cut]
 
 
 def chosen_targets(exp: params_mod.Experiment, targets: Iterable[str]) -> list[str]:
@@ -503,21 +409,13 @@ def per_target(experiment: str, exp: params_mod.Experiment, targets: Iterable[st
         yield params_mod.with_default_target(exp, target, experiment)
 
 
-def preload_all(exps: dict[str, params_mod.Experiment], targets: Iterable[str], log=print) -> list:
-    """Every claim's tables loaded into the data-directory cache before the first run: set-up,
-    done once per machine and timed apart from the runs (`claimlab.preload`)."""
-    from .preload import preload
-    done = []
-    for experiment, exp in exps.items():
-        for one in per_target(experiment, exp, targets, log):
-            done += preload(one, log=log)
-    return done
-
-
-def scope_markdown(experiment: str) -> str:
-    """The claim report's question and what it does and does not test (templates/scope/)."""
+def scope_markdown(experiment: str, servers: Iterable[str] = ()) -> str:
+    """The claim report's question and what it does and does not test (templates/scope/), with
+    `{servers}` replaced by the servers that ran ("MariaDB 10.11.19 and MySQL 9.7.4")."""
     path = Path(__file__).parent / "templates" / "scope" / f"{experiment}.md"
-    return path.read_text() if path.exists() else ""
+    names = [s for s in dict.fromkeys(servers) if s]
+    said = " and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names) or "the servers below"
+    return path.read_text().replace("{servers}", said) if path.exists() else ""
 
 
 # Frames counted as the claim's code: debug-symbol names the sources quote (`my_strnncollsp_utf8mb3`,
@@ -530,12 +428,13 @@ EVIDENCE_WORDS = {"collation_cost": "share in the comparison", "binlog_default":
                   "charset_mismatch": "share in charset code and lexer"}
 
 
-def evidence_table(ev, experiment: str) -> str:
+def evidence_table(ev, experiment: str, family: str | None = None) -> str:
     """The evidence summary of a run as an HTML table, with the instruction counts of the
     statement's own thread beside those of all server threads (runs profiled before threads were
     counted apart have only the latter)."""
+    summary = ev.summary(EVIDENCE_PATTERNS.get(experiment, "."))
     return narrative.table_html(
-        ev.summary(EVIDENCE_PATTERNS.get(experiment, ".")),
+        summary.assign(condition=[narrative.level_words(c, family) for c in summary["condition"]]),
         formats={"named_share": narrative.percent, "share_matching": narrative.percent,
                  "relative_spread": narrative.percent, "own_spread": narrative.percent},
         labels={"share_matching": EVIDENCE_WORDS.get(experiment, "matching"),
@@ -543,13 +442,14 @@ def evidence_table(ev, experiment: str) -> str:
                 "own_per_row": "instructions per row (statement's thread)",
                 "own_spread": "spread (statement's thread)"})
 
-def top_functions(profiles, n: int = 8) -> pd.DataFrame:
-    """The functions with the largest own share of samples, one column per condition."""
+def top_functions(profiles, n: int = 8, family: str | None = None) -> pd.DataFrame:
+    """The functions with the largest own share of samples, one column per condition (named as
+    a reader names its level on the server `family`)."""
     table = pd.concat([p.top_functions(n) for p in profiles])
     table = table[table["self_share"] > 0]
     wide = table.pivot_table(index="function", columns="condition", values="self_share", fill_value=0.0)
     wide = wide.loc[wide.max(axis=1).sort_values(ascending=False).index]
-    wide.columns = [str(c).split("_", 1)[-1] for c in wide.columns]
+    wide.columns = [narrative.level_words(c, family) for c in wide.columns]
     return (wide * 100).round(1).reset_index().rename(columns=lambda c: c if c == "function" else f"{c} (% of samples)")
 
 
@@ -576,9 +476,10 @@ def diagnostics_markdown(diag) -> str:
     for name, frame in (("drift", diag.drift), ("warm-up", diag.warmup)):
         if len(frame) and "flagged" in frame.columns:
             flagged = frame[frame["flagged"].astype(bool)]
+            named = sorted({narrative.level_words(c) for c in flagged["condition"]})
             lines.append(f"- {name.capitalize()}: {len(flagged)} of {len(frame)} condition(s) flagged"
-                         + (": " + ", ".join(sorted(map(str, flagged["condition"]))) if len(flagged) else "") + ".")
-    where = sorted({str(c) for c in diag.outliers["condition"]}) if len(diag.outliers) else []
+                         + (": " + ", ".join(named) if named else "") + ".")
+    where = sorted({narrative.level_words(c) for c in diag.outliers["condition"]}) if len(diag.outliers) else []
     lines.append(f"- Outliers (listed, not dropped): {len(diag.outliers)} measurement(s)"
                  + (": " + ", ".join(where) if where else "") + ".")
     return "\n".join(lines)

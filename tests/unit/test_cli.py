@@ -148,10 +148,9 @@ def test_the_claim_notebook_refuses_runs_of_another_claim():
     c4 = report.published_runs(ROOT)["binlog_default"][0]
     with pytest.raises(ClaimlabError, match=rf"run_ids: {c4} is a run of binlog_default \(C4\), not of "
                                             r"collation_cost \(C2\)"):
-        report.resolve_runs("collation_cost", [c4], start_servers=False, profile="quick", data_root=None)
+        report.resolve_runs("collation_cost", [c4], data_root=None)
     c2 = report.published_runs(ROOT)["collation_cost"]
-    assert [p.name for p in report.resolve_runs("collation_cost", c2, start_servers=False, profile="quick",
-                                                data_root=None)] == c2
+    assert [p.name for p in report.resolve_runs("collation_cost", c2, data_root=None)] == c2
 
 
 def test_a_reader_that_stops_reading_gets_no_traceback():

@@ -1,5 +1,6 @@
-"""Plots live in claimlab.figures: the domain modules load without pyplot, and the ablation
-waterfall draws one bar per step between slow and fast."""
+"""Plots live in claimlab.figures: the domain modules load without pyplot; the ablation waterfall
+draws one bar per step between slow and fast with labels that never overlap; every level is
+named by what it is; series are told apart; Chinese text is drawn in a CJK font."""
 
 from __future__ import annotations
 
@@ -20,23 +21,82 @@ def test_no_module_but_figures_imports_pyplot_at_load():
     assert out.strip() == "[]", out
 
 
+def _ablation(steps):
+    rows = [dict(kind="total", option="all", mean=1.0, ratio=0.5, share=1.0, share_lo=1.0, share_hi=1.0)]
+    return pd.DataFrame(rows + [dict(kind="cumulative", option=o, mean=m, ratio=m / 2, share=sh, share_lo=sh - 0.1,
+                                     share_hi=sh + 0.1) for o, m, sh in steps])
+
+
 def test_waterfall_draws_slow_each_step_and_fast():
     from claimlab import figures
-    table = pd.DataFrame([
-        dict(kind="total", option="all", mean=1.0, ratio=0.5, share=1.0, share_lo=1.0, share_hi=1.0),
-        dict(kind="cumulative", option="log_bin", mean=1.4, ratio=0.7, share=0.6, share_lo=0.5, share_hi=0.7),
-        dict(kind="cumulative", option="sync_binlog", mean=1.0, ratio=0.71, share=0.4, share_lo=0.3, share_hi=0.5)])
-    fig = figures.waterfall(table, "elapsed_s")
+    fig = figures.waterfall(_ablation([("log_bin", 1.4, 0.6), ("sync_binlog", 1.0, 0.4)]), "elapsed_s")
     ax = fig.axes[0]
-    assert [t.get_text() for t in ax.get_xticklabels()] == ["slow", "+log_bin", "+sync_binlog", "fast"]
-    heights = [round(p.get_height(), 3) for p in ax.patches]
-    assert heights == [1.0, -0.3, -0.2, 0.5]          # slow = 2.0 s; 1.4 s; 1.0 s = fast
-    assert "60%\n[50%, 70%]" in [t.get_text() for t in ax.texts]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["slow", "+ log_bin", "+ sync_binlog", "fast"]
+    widths = [round(p.get_width(), 3) for p in ax.patches]
+    assert widths == [1.0, -0.3, -0.2, 0.5]          # slow = 2.0 s; 1.4 s; 1.0 s = fast
+    assert "60% [50%, 70%]" in [t.get_text() for t in ax.texts]
+    assert ax.get_xlabel() == "elapsed time relative to slow"
+
+
+def _overlaps(fig) -> list[tuple[str, str]]:
+    """Pairs of drawn texts (labels, tick labels, titles) whose boxes intersect."""
+    from matplotlib.text import Text
+    renderer = fig.canvas.get_renderer()
+    texts = [t for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()]
+    boxes = [(t.get_text(), t.get_window_extent(renderer)) for t in texts]
+    return [(a, b) for i, (a, box_a) in enumerate(boxes) for b, box_b in boxes[i + 1:]
+            if box_a.width > 0 and box_b.width > 0 and box_a.overlaps(box_b)]
+
+
+def test_waterfall_labels_never_overlap_however_many_switches():
+    # Before: ten switches' "share [low, high]" labels ran into each other above the bars.
+    from claimlab import figures
+    steps = [(f"innodb_option_number_{i}", 2.0 - 0.08 * i + (0.3 if i % 2 else 0), 0.1 * (i % 3) - 0.5)
+             for i in range(10)]
+    fig = figures.waterfall(_ablation(steps), "elapsed_s")
+    fig.canvas.draw()
+    assert _overlaps(fig) == []
+
+
+def test_run_order_tells_every_series_apart_by_colour_and_marker():
+    # Before: sixteen ablation steps in sixteen colours, and a legend whose colours could not be told apart.
+    from matplotlib.colors import to_rgb
+
+    from claimlab import figures
+    steps = ["step=slow", "step=fast"] + [f"step={k}-opt{i}" for k in ("only", "upto") for i in range(7)]
+    rows = [dict(run_id="r", target="mysql", server_version="9.7.4-2", workload="insert_loop", condition=c,
+                 repetition=0, iteration=0, seq=i, metric="elapsed_s", unit="s", value=1.0 + i / 10)
+            for i, c in enumerate(steps)]
+    fig = figures.run_order(pd.DataFrame(rows))
+    (legend,) = fig.legends
+    names = [t.get_text() for t in legend.get_texts()]
+    assert sorted(names) == ["fast", "one option switched", "options switched cumulatively", "slow"]
+    colours = [to_rgb(h.get_markerfacecolor()) for h in legend.legend_handles]
+    distances = [sum((x - y) ** 2 for x, y in zip(a, b)) ** 0.5 for i, a in enumerate(colours) for b in colours[i + 1:]]
+    assert min(distances) > 0.25 and len(figures.PALETTE) <= 7, colours
+    markers = {str(h.get_marker()) for h in legend.legend_handles}
+    assert len(markers) == len(names)
+
+
+def test_a_chinese_title_is_drawn_in_a_cjk_font_not_as_boxes():
+    import warnings
+
+    import matplotlib.pyplot as plt
+
+    from claimlab import figures
+    fig, ax = plt.subplots()
+    ax.set_title("愛可生: MySQL中Charset 和 Collation 設置對性能的影響")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fig.canvas.draw()
+    assert not [w for w in caught if "missing from font" in str(w.message)], [str(w.message) for w in caught]
+    assert "Noto Sans CJK SC" in figures.FONTS
 
 
 def _effect(**over):
     row = dict(claim="C2", comparison="uca_ai_vs_utf8mb3", target="mysql", server_version="9.7.4-2", estimate=1.7,
-               ci_low=1.6, ci_high=1.9, published_ratio=1.29, verdict="supported")
+               ci_low=1.6, ci_high=1.9, published_ratio=1.29, verdict="supported", confidence=0.95,
+               baseline="collation=utf8mb3_general_ci", treatment="collation=uca_ai", workload="varchar_scan")
     return {**row, **over}
 
 
@@ -45,12 +105,20 @@ def test_forest_plot_rows_say_which_comparison_on_which_server():
     table = pd.DataFrame([_effect(), _effect(target="mariadb", server_version="10.11.19-MariaDB-0+deb12u1, "
                                                                               "10.11.19-MariaDB-0+deb12u1-log"),
                           _effect(claim="C3", comparison="v80_vs_v57_insert", target="", server_version=None,
-                                  estimate=None, ci_low=None, ci_high=None, verdict="not_tested")])
-    labels = [t.get_text() for t in figures.effects(table).axes[0].get_yticklabels()]
-    assert labels == ["C2 uca_ai vs utf8mb3 — MySQL 9.7.4", "C2 uca_ai vs utf8mb3 — MariaDB 10.11.19",
-                      "C3 v80 vs v57_insert — not measured"]
-    assert figures.effect_labels(table.iloc[:2]) == ["uca_ai vs utf8mb3 — MySQL 9.7.4",
-                                                     "uca_ai vs utf8mb3 — MariaDB 10.11.19"]   # one claim
+                                  estimate=None, ci_low=None, ci_high=None, verdict="not_tested", confidence=None,
+                                  baseline="server=mysql57", treatment="server=mysql80", workload="insert_loop")])
+    axes = figures.effects(table).axes[0]
+    labels = [t.get_text() for t in axes.get_yticklabels()]
+    assert labels == ["C2 utf8mb4_0900_ai_ci vs utf8mb3_general_ci — MySQL 9.7.4",
+                      "C2 utf8mb4_uca1400_ai_ci vs utf8mb3_general_ci — MariaDB 10.11.19",
+                      "C3 MySQL 8.0.40 vs MySQL 5.7.44 — not measured"]
+    assert figures.effect_labels(table.iloc[:2]) == [
+        "utf8mb4_0900_ai_ci vs utf8mb3_general_ci — MySQL 9.7.4",
+        "utf8mb4_uca1400_ai_ci vs utf8mb3_general_ci — MariaDB 10.11.19"]   # one claim
+    assert "measured (95% interval)" in [t.get_text() for t in axes.get_legend().get_texts()]
+    mixed = figures.effects(table.assign(confidence=[0.975, 0.95, None])).axes[0]
+    assert "measured (intervals at 95% or 97.5%, as the table says)" in [
+        t.get_text() for t in mixed.get_legend().get_texts()]
 
 
 def _two_servers():
@@ -70,9 +138,11 @@ def test_measurements_of_two_servers_are_drawn_apart_never_pooled():
     observed = [ax for ax in figures.observations(results).axes if ax.get_visible()]
     assert [ax.get_title().split("\n")[0] for ax in observed] == ["MariaDB 10.11.19", "MySQL 9.7.4"]
     assert [len(ax.collections[-1].get_offsets()) for ax in observed] == [4, 4]   # binlog=on: its server's 4
-    ordered = figures.run_order(results).axes
-    assert [ax.get_title().split("\n")[0] for ax in ordered] == ["MariaDB 10.11.19", "MySQL 9.7.4"]
-    assert [ax.get_legend() is not None for ax in ordered] == [True, False]       # one legend, readable
-    assert min(t.get_fontsize() for t in ordered[0].get_legend().get_texts()) >= 9
+    assert [t.get_text() for t in observed[0].get_yticklabels()] == ["binary log off", "binary log on"]
+    fig = figures.run_order(results)
+    assert [ax.get_title().split("\n")[0] for ax in fig.axes] == ["MariaDB 10.11.19", "MySQL 9.7.4"]
+    assert [ax.get_legend() for ax in fig.axes] == [None, None] and len(fig.legends) == 1   # one legend, readable
+    assert min(t.get_fontsize() for t in fig.legends[0].get_texts()) >= 9
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["binary log off", "binary log on"]
     single = figures.observations(results[results["target"] == "mysql"]).axes[0]
-    assert single.get_title() == "insert_loop: elapsed_s"
+    assert single.get_title() == "insert loop: elapsed time" and single.get_xlabel() == "elapsed time (s)"

@@ -53,7 +53,9 @@ def test_card_names_server_analogue_and_flagged_share():
     card = narrative.card_html(_row(), "mysql")
     assert "an analogue (MariaDB), not the MySQL server" in card
     assert "40% of measurements" in card and "read with care" in card
-    assert "C4 · binlog_on vs off · MariaDB 10.11.19</span>" in card
+    assert "C4 · binary log on vs binary log off · MariaDB 10.11.19</span>" in card
+    assert "<b>Compared:</b> binary log on against binary log off, elapsed time." in card
+    assert "95% interval" in card
     # the published ratio as published, never rounded (1.025 read "1.02" at three digits)
     assert "<b>Claimed:</b> ratio 1.025 (2.5% higher)" in narrative.card_html(_row(published_ratio=1.025), "mysql")
     mysql = narrative.card_html(_row(server_version="9.7.0", flagged_share=math.nan), "mysql")
@@ -176,10 +178,66 @@ def test_top_function_shares_line_up_with_one_decimal():
 
 
 def test_note_of_a_comparison_no_server_ran_names_the_target_not_nan():
-    note = narrative.note_markdown(_row(server_version=math.nan, target="mysql80", verdict="not_tested",
-                                       verdict_label="not tested", verdict_note="not tested: no rows for mysql80"))
-    assert note.startswith("- **C4 binlog_on vs off** on target mysql80: not tested.") and "nan" not in note
-    assert "on MariaDB 10.11.19: supported" in narrative.note_markdown(_row())
+    note = narrative.note_html(_row(server_version=math.nan, target="mysql80", verdict="not_tested",
+                                    verdict_label="not tested", verdict_note="not tested: no rows for mysql80"))
+    assert "</b> on target mysql80: not tested.<br>not measured.</p>" in note and "nan" not in note
+    assert "<li>no rows for mysql80</li>" in note
+    assert "on MariaDB 10.11.19: supported" in narrative.note_html(_row())
+
+
+def test_a_note_is_two_lines_with_the_analysis_in_a_collapsed_block():
+    # Before: one paragraph per comparison carrying its whole note, up to 190 row ids.
+    kept = ", ".join(f"run: seq {i} iteration 0 binlog=on" for i in range(190))
+    note = narrative.note_html(_row(verdict_note="the interval lies beyond 1 ± 0.05 on the claimed side (higher); "
+                                                 "t interval over 8 blocks (df 7; paired); kept: " + kept))
+    shown, collapsed = note.split("<details>")
+    assert shown.count("<br>") == 1 and "seq 1 " not in shown
+    assert ("ratio 2.36 [2.07, 2.65], 95% interval; the interval lies beyond 1 ± 0.05 on the claimed side "
+            "(higher).") in shown
+    assert collapsed.startswith("<summary>") and "<li>t interval over 8 blocks (df 7; paired)</li>" in collapsed
+    assert "seq 189 " in collapsed
+    assert narrative.note_parts("a (b; c); d") == ["a (b; c)", "d"]
+
+
+def test_levels_and_comparisons_are_named_by_what_they_are_never_by_their_key():
+    both = "utf8mb4_0900_ai_ci (MySQL) / utf8mb4_uca1400_ai_ci (MariaDB)"
+    assert narrative.level_words("collation=uca_ai") == both
+    assert narrative.level_words("collation=uca_ai", "mariadb") == "utf8mb4_uca1400_ai_ci"
+    assert narrative.level_words("collation_uca_ai", "mysql") == "utf8mb4_0900_ai_ci"   # CPU evidence's spelling
+    assert narrative.level_words("collation=utf8mb3_general_ci") == "utf8mb3_general_ci"
+    assert narrative.level_words("step=upto-log_bin") == "up to log_bin"
+    c3 = _row(claim="C3", comparison="defaults80_vs_defaults57_insert", baseline="server=v57_values",
+              treatment="server=v80_binlog", workload="insert_loop")
+    assert narrative.comparison_words(c3) == "8.0 binlog defaults vs 5.7 values"
+    assert narrative.comparison_words(c3, workload=True) == "8.0 binlog defaults vs 5.7 values (insert loop)"
+    c2 = _row(claim="C2", comparison="uca_ai_vs_utf8mb3", baseline="collation=utf8mb3_general_ci",
+              treatment="collation=uca_ai", server_version="9.7.4-2")
+    assert narrative.comparison_words(c2) == "utf8mb4_0900_ai_ci vs utf8mb3_general_ci"
+    table = pd.DataFrame([c2, c3]).assign(rerun_chance=0.9)
+    pages = narrative.cards_html(table) + narrative.verdict_table_html(table) + narrative.notes_html(table)
+    for key in ("uca_ai", "v80_binlog", "v57_values", "defaults80", "_vs_", "elapsed_s"):
+        assert key not in pages, key
+
+
+def test_a_table_states_its_interval_level_once_and_exactly():
+    assert narrative.level(0.975) == "97.5%" and narrative.level(0.95) == "95%"
+    rows = [_row(confidence=0.975), _row(comparison="b_vs_a", confidence=0.95),
+            _row(comparison="c_vs_a", confidence=0.975)]
+    html = narrative.verdict_table_html(pd.DataFrame(rows).assign(rerun_chance=0.9))
+    assert html.count("<table") == 2 and html.count("Intervals at 97.5%") == 1 and html.count("Intervals at 95%") == 1
+    assert "98%" not in html and "95% low" not in html and "<th>low</th>" in html
+    assert "97.5% interval" in narrative.card_html(_row(confidence=0.975), "mysql")
+
+
+def test_no_cost_is_shown_below_zero():
+    # Before: MariaDB's voluntary context switches read -106 [-410, 4.09] per million ops.
+    cost = pd.DataFrame([_cost("server_ctx_voluntary/op", -1.06e-4, "MariaDB 10.11.19"),
+                         _cost("server_ctx_voluntary/op", 3.13e-5, "MySQL 9.7.4")])
+    cost.loc[0, ["lo", "hi"]] = [-4.10e-4, 4.09e-6]
+    html = narrative.cost_html(cost)
+    assert "-" not in html.replace("per-thread", "") and "0 [0, 4.09] ‡" in html and "31.3 [28.2, 34.4]<" in html
+    assert narrative.CLIPPED_NOTE.split(":")[0] in html
+    assert "‡" not in narrative.cost_html(cost.iloc[1:])
 
 
 def test_design_text_says_how_conditions_met_the_machine():
