@@ -144,7 +144,7 @@ LEVEL_WORDS: dict[str, dict[str, str | dict[str, str]]] = {
                 "mismatch": "latin1 client, utf8mb4 server"},
     "collation": {"uca_ai": {"mysql": "utf8mb4_0900_ai_ci", "mariadb": "utf8mb4_uca1400_ai_ci"}},
     "binlog": {"on": "binary log on", "off": "binary log off"},
-    "server": {"defaults": "8.0 defaults (binary log off)", "v57_values": "5.7 values",
+    "server": {"defaults": "the server's own defaults", "v57_values": "5.7 values",
                "v80_binlog": "8.0 binlog defaults", "mysql57": "MySQL 5.7.44", "mysql80": "MySQL 8.0.40",
                "mysql80_skip_log_bin": "MySQL 8.0.40, binary log off"},
 }
@@ -195,6 +195,16 @@ def comparison_names(table: pd.DataFrame) -> dict[str, str]:
     workload = several_workloads(table)
     return {r["comparison"]: comparison_words(r, family="", workload=workload)
             for _, r in table.drop_duplicates("comparison").iterrows()}
+
+
+def baseline_words(baseline: str) -> str:
+    """A between-runs baseline ("server=v57_values insert_loop/elapsed_s", stats.between_runs) in
+    words: "5.7 values (insert loop, elapsed time)"."""
+    condition, _, where = str(baseline).rpartition(" ")
+    workload, _, metric = where.partition("/")
+    if not condition or not metric:
+        return level_words(baseline)
+    return f"{level_words(condition)} ({WORKLOAD_WORDS.get(workload, workload)}, {metric_words(metric)})"
 
 
 def metric_words(metric: str) -> str:

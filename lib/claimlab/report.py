@@ -38,6 +38,7 @@ NOTEBOOKS = {  # experiment -> report name (the HTML file is NAME.html)
 SUMMARY = "00_summary.ipynb"
 # Not claims, linked from the index: notebook and the ablation it reads by default.
 INVESTIGATIONS = {"why_slower": ("05_why_slower.ipynb", "seed004_hunt_mysql")}
+INVESTIGATION_TITLES = {"05_why_slower": "why is MySQL 9.7's insert loop slower than with 5.7's values?"}
 NOTEBOOK_ONLY = "notebook-only"   # cell tag: shown in JupyterLab, left out of the HTML report
 PUBLISHED_RUNS = "published_runs.json"   # data/: the shipped runs the summary reads by default
 EARLIER_RUNS = "earlier_runs.json"         # data/: earlier sessions' full runs, for the between-run spread
@@ -252,7 +253,8 @@ def write_index(path: Path, built: list[Built], summary_html: Path, investigatio
     env = jinja2.Environment(loader=jinja2.PackageLoader("claimlab", "templates/pages"),
                              autoescape=True, undefined=jinja2.StrictUndefined)
     page = env.get_template("index.html.j2").render(
-        css=narrative.CSS, summary=summary_html.name, investigations=list(investigations), sections=sections,
+        css=narrative.CSS, summary=summary_html.name, sections=sections,
+        investigations=[{"href": p.name, "title": INVESTIGATION_TITLES.get(p.stem, p.stem)} for p in investigations],
         short_profiles=sorted({r["profile"] for r in runs} - {"full"}), slow_hours=narrative.slow_hour_lines(rows),
         runs=narrative.table_html(pd.DataFrame(runs)),
         generated=dt.datetime.now(dt.timezone.utc).isoformat(timespec="minutes"))

@@ -1,6 +1,8 @@
-"""The main job end to end on the smoke profile: every claim notebook runs against real MariaDB,
-the summary and index render, the HTML opens in a real headless browser with every figure loaded
-and no error, and a planted password appears in no produced file."""
+"""The main job end to end on the smoke profile: the run phase measures every claim on real
+MariaDB (and MySQL where it can run) in the test's process, then every notebook renders the
+stored runs, the summary and index render, the HTML opens in a real headless browser at 1280 px
+with every figure loaded and no error, and a planted password appears in no produced file. The
+notebooks themselves never start a server."""
 
 import json
 import re
@@ -8,9 +10,10 @@ import secrets
 import shutil
 from pathlib import Path
 
+import nbformat
 import pytest
 
-from claimlab import report
+from claimlab import campaign, report
 from claimlab.servers import ServerOptions
 from claimlab.store import find_run, list_runs, read_jsonl, read_manifest
 from conftest import OVERFLOW_JS, ROOT, headless_browser, notebook_errors
@@ -23,15 +26,17 @@ def built(tmp_path_factory, mariadbd):
     # (test_claim_report_from_shipped_data...) and by tests/integration/test_*evidence*. The
     # investigation re-analyses its shipped run, as `make report` does in a clone (its 32 MySQL
     # starts at the smoke size took two of this fixture's three minutes); it runs anew in
-    # test_investigation_runs_its_ablation_anew_when_asked.
+    # test_investigation_renders_an_ablation_run_made_in_the_command.
     for _, ablation_name in report.INVESTIGATIONS.values():
         (shipped,) = [Path(r["path"]) for r in list_runs(ROOT / "data" / "raw") if r["experiment"] == ablation_name]
         shutil.copytree(shipped, base / "raw" / ablation_name / shipped.name)
     # A cache of its own, empty: the build's preloading is what its runs copy (checked below).
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("CLAIMLAB_DATADIRS", str(base / "datadirs"))
-        index = report.build(profile="smoke", out_dir=base / "reports", data_dir=base / "raw",
-                             figures_dir=base / "figures", cpu_evidence=False, log=lambda msg: None)
+        runs = campaign.measure(profile="smoke", data_dir=base / "raw", cpu_evidence=False, progress=False,
+                                log=lambda msg: None)
+    index = report.render(runs, out_dir=base / "reports", data_dir=base / "raw", figures_dir=base / "figures",
+                          log=lambda msg: None)
     return base, index
 
 
@@ -58,7 +63,7 @@ def test_claim_notebook_ran_end_to_end(built, experiment):
     expected = {"mariadb"} | ({"mysql"} if _mysql_available() else set())
     assert {m["default_target"] for m in manifests} == expected
     assert {r["target"] for r in summary["rows"] if r["verdict"] != "not_tested"} == expected
-    # The tables were loaded before the runs (report.preload_all): every MySQL cell's first start
+    # The tables were loaded before the runs (campaign.preload_all): every MySQL cell's first start
     # copies its directory (MySQL's initialisation alone is worth a copy; MariaDB's smoke loads are not).
     for m in manifests:
         if m["default_target"] == "mysql":
@@ -96,19 +101,48 @@ def test_html_loads_nothing_from_the_network(built):
         assert remote == [], (page.name, remote)
 
 
-def test_investigation_runs_its_ablation_anew_when_asked(tmp_path, mariadbd):
-    """The path of a build with no stored investigation run (and of `start_servers = True` in
-    JupyterLab): the notebook runs the ablation on real servers, here MariaDB's analogue."""
+def test_notebooks_take_run_ids_and_never_start_servers():
+    """Measuring is the run phase's (claimlab.campaign): no notebook declares a parameter that
+    would make it start a server or profile one."""
+    import papermill as pm
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        declared = set(pm.inspect_notebook(str(path)))
+        assert not declared & {"start_servers", "cpu_evidence", "profile", "targets", "params_name"}, path.name
+        assert declared & {"run_ids", "run_id"}, path.name
+        code = "".join(c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code")
+        for starts in ("runner.run", "ablation.run(", "evidence.collect", "start_servers", ".start()"):
+            assert starts not in code, (path.name, starts)
+
+
+def test_a_campaign_plans_the_investigation_only_where_no_run_of_it_is_stored(tmp_path):
+    """No server: the plan of a quick campaign with no stored ablation run runs it at the smoke
+    size; with one stored it is left to the render phase."""
+    _, ablation_name = report.INVESTIGATIONS["why_slower"]
+    steps = campaign.plan(None, "quick", ["mariadb"], data_dir=tmp_path / "empty", log=lambda msg: None)
+    (step,) = [s for s in steps if s.investigation]
+    assert (step.experiment, step.exp.profile) == (ablation_name, "smoke")
+    assert {s.experiment for s in steps if not s.investigation} == set(report.NOTEBOOKS)
+    assert all(s.target == "mariadb" for s in steps if not s.investigation)
+    stored = campaign.plan(None, "quick", ["mariadb"], data_dir=ROOT / "data" / "raw", log=lambda msg: None)
+    assert not [s for s in stored if s.investigation]
+
+
+def test_investigation_renders_an_ablation_run_made_in_the_command(tmp_path, mariadbd):
+    """The path of a campaign with no stored investigation run: the ablation runs in the calling
+    process (here MariaDB's analogue), then its notebook renders the stored run by id."""
+    from claimlab import ablation
     notebook, _ = report.INVESTIGATIONS["why_slower"]
+    made = ablation.run(ablation.load(ablation.find("binlog_hunt", ROOT / "params"), "smoke"),
+                        data_root=tmp_path / "raw")
     out = report.execute(notebook, tmp_path / "reports", {
-        "ablation_name": "binlog_hunt", "profile": "smoke", "data_dir": str(tmp_path / "raw"),
-        "start_servers": True, "cpu_evidence": False, "figures_dir": str(tmp_path / "figures"),
-        "profile_dir": str(tmp_path / "profiles")}, ROOT)
+        "ablation_name": "binlog_hunt", "run_id": made.run_id, "data_dir": str(tmp_path / "raw"),
+        "figures_dir": str(tmp_path / "figures")}, ROOT)
     assert not notebook_errors(out)
     (run,) = list_runs(tmp_path / "raw")
     assert run["experiment"] == "binlog_hunt" and run["status"] == "complete"
     assert read_manifest(Path(run["path"]))["default_target"] == "mariadb"
     assert (tmp_path / "figures" / "why_slower" / "waterfall.png").stat().st_size > 1000
+
 
 @pytest.mark.parametrize("page, figures", [("index.html", 0), ("C4_binlog_default.html", 3),
                                            ("C2_collation_cost.html", 3), ("00_summary.html", 1),
@@ -155,11 +189,11 @@ workloads:
 design: {{repetitions: 2, warmup: 0, iterations: 1}}
 """)
         out = tmp_path / "out"
+        from claimlab import params, runner
+        made = runner.run(params.load(params_file, "smoke"), data_root=tmp_path / "raw", progress=False)
         nb = report.execute(report.CLAIM_NOTEBOOK, out, {
-            "experiment": "binlog_default", "start_servers": True,
-            "params_name": str(params_file), "profile": "smoke", "data_dir": str(tmp_path / "raw"),
-            "figures_dir": str(tmp_path / "figures"), "summary_json": str(out / "s.json"),
-            "cpu_evidence": False}, ROOT)
+            "experiment": "binlog_default", "run_ids": [made.run_id], "data_dir": str(tmp_path / "raw"),
+            "figures_dir": str(tmp_path / "figures"), "summary_json": str(out / "s.json")}, ROOT)
         assert not notebook_errors(nb)
         report.render_html(nb, show_code=True)
         leftover = [r for r in _rows(srv, "SHOW DATABASES") if r[0].startswith("claimlab_")]

@@ -1,6 +1,7 @@
-"""The reports from stored runs only, no server: `claimlab report --from-data` over the shipped
-runs (tables repeated, nothing written to a run, every page within 1280 px), the summary and the
-exploration notebook, and the notebooks as committed."""
+"""The reports from stored runs only, no server: `claimlab report --from-data` over the published
+runs (no server started, tables repeated, nothing written to a run, every page within 1280 px and
+free of the defects readers met), the summary and the exploration notebook, and the notebooks as
+committed."""
 
 import html
 import json
@@ -34,20 +35,53 @@ def test_summary_notebook_runs_from_shipped_data(tmp_path):
 
 @pytest.fixture(scope="module")
 def from_data(tmp_path_factory):
-    """A reviewer's path, once for the module: `claimlab report --from-data` over every shipped
-    run (no server), with each run directory's listing taken before."""
+    """A reviewer's path, once for the module: `claimlab report --from-data` (the published runs),
+    with each run directory's listing taken before and every process below the command watched
+    for a server while it renders."""
+    import subprocess
+    import sys
+    import time
+
+    import psutil
     base = tmp_path_factory.mktemp("from-data")
     run_dirs = [find_run(run_id, ROOT / "data" / "raw") for run_id in report.shipped_run_ids(ROOT)]
     listings = {d: sorted(p.name for p in d.iterdir()) for d in run_dirs}
-    result = run_cli("report", "--from-data", *(d.name for d in run_dirs), "--out", str(base / "r"),
-                     "--figures", str(base / "figures"), timeout=900)
-    assert result.returncode == 0, result.stderr
-    return base / "r", listings
+    proc = subprocess.Popen([sys.executable, "-m", "claimlab.cli", "report", "--from-data", "--out", str(base / "r"),
+                             "--figures", str(base / "figures")], cwd=ROOT, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    servers: set[str] = set()
+    try:
+        while proc.poll() is None:
+            try:
+                below = psutil.Process(proc.pid).children(recursive=True)
+            except psutil.NoSuchProcess:
+                break
+            for p in below:
+                try:
+                    if p.name() in ("mariadbd", "mysqld", "sysbench"):
+                        servers.add(f"{p.name()} {p.pid}")
+                except psutil.NoSuchProcess:
+                    continue
+            time.sleep(0.05)
+        _, err = proc.communicate(timeout=900)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err[-3000:]
+    return base / "r", listings, servers, err
+
+
+def test_rendering_stored_runs_starts_no_server(from_data):
+    out, _, servers, err = from_data
+    assert servers == set(), servers
+    shipped = report.published_runs(ROOT)
+    for experiment, ids in shipped.items():   # --from-data alone: the published runs
+        assert f"report: {experiment}: rendering {' '.join(ids)}" in err
 
 
 def test_rerender_from_shipped_data_starts_no_server_and_repeats_its_tables(from_data, tmp_path):
     """Rendered again, one claim's runs give the same tables and nothing is written to a run."""
-    out, listings = from_data
+    out, listings, _, _ = from_data
     result = run_cli("report", "--from-data", *report.published_runs(ROOT)["binlog_default"],
                      "--out", str(tmp_path / "again"), "--figures", str(tmp_path / "figures"), timeout=600)
     assert result.returncode == 0, result.stderr
@@ -66,10 +100,11 @@ def test_claim_reports_from_shipped_data_fit_the_page_and_name_cpu_samples(from_
     with >= 80% of samples named, each comparison's server named, why-slower re-analysed from
     its stored run, and on every page (index, summary, C1-C4, why-slower) nothing wider than
     1280 px."""
-    out, _ = from_data
+    out, *_ = from_data
     page = (out / "C2_collation_cost.html").read_text()
     assert re.search(r"""class=["']card """, page) and "instructions per row" in page
-    assert "uca_ai vs utf8mb3 · MySQL 9.7" in page and "uca_ai vs utf8mb3 · MariaDB 10.11" in page
+    assert "utf8mb4_0900_ai_ci vs utf8mb3_general_ci · MySQL 9.7" in page
+    assert "utf8mb4_uca1400_ai_ci vs utf8mb3_general_ci · MariaDB 10.11" in page
     from claimlab import evidence
     ev = evidence.load(find_run(report.published_runs(ROOT)["collation_cost"][0], ROOT / "data" / "raw"))
     assert max(p.named_share for p in ev.profiles) >= 0.8
@@ -104,3 +139,92 @@ def test_notebooks_are_committed_without_outputs_on_the_python3_kernel():
         assert nb.metadata["kernelspec"]["name"] == "python3", path.name
         code = [c for c in nb.cells if c.cell_type == "code"]
         assert not any(c.get("outputs") or c.get("execution_count") for c in code), path.name
+
+
+# What a reader saw before, as the browser renders it: internal keys for levels and comparisons,
+# interval levels that disagree, the method misnamed, notes of 190 row ids, a header naming one
+# server when two ran, negative counts, an unstyled "near an edge" badge, Chinese drawn as boxes.
+DEFECTS = r"""
+const out = [];
+const text = e => (e.innerText || '').trim();
+const shown = Array.from(document.querySelectorAll('.card, table.people, .notes, h1, h2, h3, h4, caption'));
+for (const key of ['uca_ai', 'v80_skiplogbin', 'defaults80', 'defaults57', 'v57_values', 'v80_binlog',
+                   '_vs_', 'elapsed_s (s)', 'collation=', 'charset=', 'server=', 'binlog='])
+  for (const e of shown) if (text(e).includes(key)) { out.push('key ' + key + ' in ' + text(e).slice(0, 80)); break; }
+const body = text(document.body);
+if (/hierarchical bootstrap/.test(body) && !/Why is it slower/.test(body)) out.push('method: hierarchical bootstrap');
+const levels = new Set(Array.from(body.matchAll(/(\d+(?:\.\d+)?)% interval\)/g), m => m[1]));
+const stated = new Set(Array.from(body.matchAll(/Intervals at (\d+(?:\.\d+)?)%/g), m => m[1]));
+for (const l of levels) if (stated.size && !stated.has(l)) out.push('card level ' + l + '% not a table level');
+for (const th of document.querySelectorAll('table.people th'))
+  if (/^\d+(\.\d+)?% (low|high)$/.test(text(th)) && document.querySelector('.card')) out.push('level in a header');
+for (const note of document.querySelectorAll('.notes .note-item')) {
+  const p = note.querySelector('p');
+  if (p.querySelectorAll('br').length !== 1 || text(p).length > 600) out.push('note over two lines');
+  const d = note.querySelector('details');
+  if (d && d.open) out.push('note details open');
+}
+for (const table of document.querySelectorAll('table.people')) {
+  const head = Array.from(table.querySelectorAll('th')).map(text);
+  if (head[0] !== 'cost') continue;
+  for (const td of table.querySelectorAll('td'))
+    if (/^-\d|\[-|, -/.test(text(td))) out.push('negative cost ' + text(td));
+}
+for (const b of document.querySelectorAll('.edge-mark')) {
+  const s = getComputedStyle(b);
+  if (s.borderTopWidth === '0px' || s.backgroundColor === 'rgba(0, 0, 0, 0)' || parseFloat(s.marginRight) <= 0)
+    out.push('unstyled edge badge');
+}
+// a measured card's head: claim · comparison · server (a card no server measured has no third part)
+const servers = new Set(Array.from(document.querySelectorAll('.card .what'), w => text(w).split(' · '))
+                        .filter(parts => parts.length === 3).map(parts => parts[2]));
+const scope = Array.from(document.querySelectorAll('li')).map(text).find(t => t.startsWith('Servers:'));
+for (const s of servers) if (scope !== undefined && !scope.includes(s)) out.push('scope lacks ' + s);
+if (servers.size && scope === undefined && /^C\d_/.test(document.title)) out.push('no Servers: line');
+// Chinese drawn as boxes: two different ideographs draw identical pixels only as missing glyphs
+const han = Array.from(body).filter(c => /\p{Script=Han}/u.test(c));
+if (han.length) {
+  const canvas = document.createElement('canvas'); canvas.width = 40; canvas.height = 40;
+  const ctx = canvas.getContext('2d');
+  const draw = c => { ctx.clearRect(0, 0, 40, 40); ctx.font = '32px ' + getComputedStyle(document.body).fontFamily;
+                      ctx.fillText(c, 2, 32); return Array.from(ctx.getImageData(0, 0, 40, 40).data).join(); };
+  const distinct = Array.from(new Set(han)).slice(0, 2);
+  if (distinct.length === 2 && draw(distinct[0]) === draw(distinct[1])) out.push('Chinese drawn as boxes');
+}
+return out;
+"""
+
+
+def test_reports_show_a_reader_none_of_the_known_defects(from_data, tmp_path):
+    """Every page of `claimlab report --from-data` at 1280 px, checked in the browser for the
+    defects readers met (DEFECTS), and each claim page's screenshot kept beside the reports."""
+    out, *_ = from_data
+    pages = sorted(out.glob("*.html"))
+    driver = headless_browser(tmp_path / "chromium-profile")
+    found = {}
+    try:
+        for path in pages:
+            driver.get(path.as_uri())
+            assert driver.execute_script("return window.innerWidth;") == 1280
+            found[path.name] = driver.execute_script(DEFECTS)
+            driver.save_screenshot(str(tmp_path / f"{path.stem}.png"))
+    finally:
+        driver.quit()
+    assert {page: defects for page, defects in found.items() if defects} == {}
+    # the pages that carry the defects above were checked, not skipped
+    claim_pages = [f"{n}.html" for n in report.NOTEBOOKS.values()]
+    assert set(claim_pages) <= set(found)
+    c1 = (out / "C1_charset_mismatch.html").read_text()
+    assert "Servers:</strong> MariaDB 10.11.19 and MySQL 9.7.4" in c1
+    assert "<details>" in c1 and "Intervals at 97.5%" in c1 and "Intervals at 95%" in c1
+    assert "near an edge" in (out / "C2_collation_cost.html").read_text()   # the badge was there to check
+
+
+def test_setup_installs_a_font_that_draws_chinese():
+    """The sources cite Chinese titles: `make setup` installs fonts-noto-cjk for the browser and
+    matplotlib (a font that covers 愛 and 設)."""
+    import subprocess
+    makefile = (ROOT / "Makefile").read_text()
+    assert "fonts-noto-cjk" in makefile.split("OS_PACKAGES :=", 1)[1].split("\n\n", 1)[0]
+    covering = subprocess.run(["fc-list", ":charset=611b 8a2d", "family"], capture_output=True, text=True).stdout
+    assert "CJK" in covering, covering

@@ -206,6 +206,8 @@ def test_levels_and_comparisons_are_named_by_what_they_are_never_by_their_key():
     assert narrative.level_words("collation_uca_ai", "mysql") == "utf8mb4_0900_ai_ci"   # CPU evidence's spelling
     assert narrative.level_words("collation=utf8mb3_general_ci") == "utf8mb3_general_ci"
     assert narrative.level_words("step=upto-log_bin") == "up to log_bin"
+    assert narrative.baseline_words("server=v57_values insert_loop/elapsed_s") == \
+        "5.7 values (insert loop, elapsed time)"
     c3 = _row(claim="C3", comparison="defaults80_vs_defaults57_insert", baseline="server=v57_values",
               treatment="server=v80_binlog", workload="insert_loop")
     assert narrative.comparison_words(c3) == "8.0 binlog defaults vs 5.7 values"
