@@ -146,3 +146,26 @@ def test_measurements_of_two_servers_are_drawn_apart_never_pooled():
     assert [t.get_text() for t in fig.legends[0].get_texts()] == ["binary log off", "binary log on"]
     single = figures.observations(results[results["target"] == "mysql"]).axes[0]
     assert single.get_title() == "insert loop: elapsed time" and single.get_xlabel() == "elapsed time (s)"
+
+
+def test_without_a_rust_toolchain_setup_and_profiling_skip_flame_graphs_in_one_line(tmp_path, monkeypatch):
+    """No cargo (so no inferno): `make flamegraph-tool` says so in one line and succeeds, so set-up
+    goes on; the profiling step gets one line to print instead of its flame graphs."""
+    import os
+    import shutil
+
+    from claimlab import profiling
+    from conftest import ROOT
+    bare = tmp_path / "bin"
+    bare.mkdir()
+    for tool in ("sh", "make", "test"):   # what the recipe needs, and no cargo or inferno beside them
+        os.symlink(shutil.which(tool), bare / tool)
+    done = subprocess.run(["make", "-s", "-C", str(ROOT), "flamegraph-tool"], capture_output=True, text=True,
+                          env={"PATH": str(bare), "HOME": str(tmp_path)})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["flame graphs skipped: no cargo here (to draw them: install Rust with "
+                                        "rustup, then cargo install inferno)"] and done.stderr == ""
+    monkeypatch.setenv("PATH", str(bare))
+    monkeypatch.setenv("HOME", str(tmp_path))
+    skipped = profiling.flamegraph_skip()
+    assert skipped.startswith("flame graphs skipped: inferno-flamegraph not found") and "\n" not in skipped
