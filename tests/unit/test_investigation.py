@@ -8,7 +8,7 @@ import time
 import pandas as pd
 import pytest
 
-from claimlab import ablation, report, store, variables
+from claimlab import ablation, campaign, report, store, variables
 from claimlab.errors import DataError
 from conftest import ROOT
 
@@ -87,5 +87,5 @@ def test_a_quick_build_reads_the_shipped_investigation_where_one_is_stored(tmp_p
     directory without one gets a fresh smoke run."""
     notebook, ablation_name = report.INVESTIGATIONS["why_slower"]
     assert (ROOT / "notebooks" / notebook).is_file()
-    assert report._stored(ablation_name, None)
-    assert not report._stored(ablation_name, tmp_path)
+    assert campaign._stored_ablation(ablation_name, None)
+    assert not campaign._stored_ablation(ablation_name, tmp_path)
