@@ -235,19 +235,16 @@ def run(ablation: Ablation, *, data_root: Path | None = None, work_root: Path | 
     return runner.run(exp, data_root=data_root, work_root=work_root, progress=progress)
 
 
-def stored_run(ablation: Ablation, run_id: str | None = None, *, start_servers: bool = False,
-               data_root: Path | None = None, progress: bool = False) -> Path:
-    """The run an investigation reads: `run_id` if given; a new run when `start_servers` (servers
-    for minutes); else the newest complete stored run of this ablation (no server)."""
+def stored_run(ablation: Ablation, run_id: str | None = None, *, data_root: Path | None = None) -> Path:
+    """The run an investigation reads: `run_id` if given, else the newest complete stored run of
+    this ablation. Notebooks read stored runs only: measuring is `claimlab ablate`'s."""
     from .store import find_run, list_runs
     if run_id:
         return find_run(run_id, data_root)
-    if start_servers:
-        return run(ablation, data_root=data_root, progress=progress).path
     stored = [r for r in list_runs(data_root) if r["experiment"] == ablation.name and r["status"] == "complete"]
     if not stored:
         raise DataError(f"no complete stored run of ablation {ablation.name!r}: run `claimlab ablate "
-                        f"{ablation.name}`, or set start_servers = True to run it now (minutes)")
+                        f"{ablation.name}` first")
     return Path(max(stored, key=lambda r: r["created_at"] or "")["path"])
 
 

@@ -32,10 +32,10 @@ def _manifest():
     return store.RunManifest.new(experiment="binlog_hunt", claim="ablation", profile="smoke", factors=[])
 
 
-def test_stored_run_reads_the_newest_complete_run_and_never_starts_a_server_unasked(tmp_path, monkeypatch):
+def test_stored_run_reads_the_newest_complete_run(tmp_path, monkeypatch):
     monkeypatch.setenv("CLAIMLAB_ROOT", str(tmp_path))
     abl = ablation.load(ROOT / "params" / "ablation" / "binlog_hunt.yaml", "smoke")
-    with pytest.raises(DataError, match="start_servers = True"):
+    with pytest.raises(DataError, match="run `claimlab ablate binlog_hunt` first"):
         ablation.stored_run(abl)
     older = store.RunStore.create(store.runs_root(), _manifest())
     older.finish("complete")
