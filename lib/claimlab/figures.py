@@ -245,3 +245,50 @@ def waterfall(table: pd.DataFrame, metric: str = "elapsed_s", title: str = "") -
     ax.set_title(title or "Cumulative ablation: each switch's step from slow to fast")
     fig.tight_layout()
     return fig
+
+
+def ladder(rungs: pd.DataFrame, title: str = "") -> plt.Figure:
+    """The version ladder (`claimlab.ladder`): a panel per claim, its main comparison's ratio and
+    interval on each server in release order, MySQL's releases left to right, MariaDB's apart
+    behind a rule, a dashed line at the published ratio and a grey one at 1 (no effect). A
+    between-server ratio's base server is an open circle at 1."""
+    claims = list(dict.fromkeys(rungs["claim"]))
+    fig, axes = plt.subplots(len(claims), 1, figsize=(10, 2.6 * len(claims) + 0.8), squeeze=False)
+    for ax, claim in zip(axes[:, 0], claims):
+        part = rungs[rungs["claim"] == claim].reset_index(drop=True)
+        mysql = part["family"] == "mysql"
+        x = [i + (0.6 if not m and mysql.any() else 0) for i, m in enumerate(mysql)]   # MariaDB apart
+        for xi, r in zip(x, part.itertuples()):
+            if r.role == "base":
+                ax.plot(xi, 1.0, marker="o", markerfacecolor="white", color="#333333", markersize=8, linestyle="none")
+                continue
+            colour = _VERDICT_COLOURS.get(r.verdict, "#333333")
+            if pd.notna(r.ci_low):
+                ax.errorbar(xi, r.estimate, yerr=[[r.estimate - r.ci_low], [r.ci_high - r.estimate]], fmt="o",
+                            color=colour, capsize=5, markersize=7)
+            else:
+                ax.plot(xi, r.estimate, marker="o", color=colour, linestyle="none")
+        published = part["published_ratio"].dropna()
+        if len(published):
+            ax.axhline(float(published.iloc[0]), color="#d95f02", linestyle="--", linewidth=1.2,
+                       label=f"published {narrative.number(float(published.iloc[0]))}")
+        ax.axhline(1.0, color="#888888", linewidth=0.8)
+        if mysql.any() and not mysql.all():
+            ax.axvline((x[int(mysql.sum()) - 1] + x[int(mysql.sum())]) / 2, color="#555555", linewidth=0.8)
+        labels = [r.server + ("\nbase of the ratios" if r.role == "base" else
+                              f"\nagainst {r.relative_to}" if r.relative_to else "") for r in part.itertuples()]
+        ax.set_xticks(x, labels, fontsize=9)
+        ax.set_xlim(min(x) - 0.6, max(x) + 0.6)
+        ax.set_yscale("log")
+        low, high = ax.get_ylim()
+        ax.yaxis.set_major_locator(ticker.FixedLocator([t for t in _RATIO_TICKS if low <= t <= high] or [1.0]))
+        ax.yaxis.set_major_formatter(ticker.FormatStrFormatter("%g"))
+        ax.yaxis.set_minor_formatter(ticker.NullFormatter())
+        first = part[part["role"] == "measured"].iloc[0]
+        ax.set_title(f"{claim}: {narrative.comparison_words(first.to_dict(), family='')}", fontsize=11, loc="left")
+        ax.set_ylabel("ratio (log)")
+        if len(published):
+            ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=9, frameon=False)
+    fig.suptitle(title or "Each claim's main ratio by server, in release order (MariaDB apart)", fontsize=12)
+    fig.tight_layout()
+    return fig
