@@ -524,3 +524,74 @@ def host_lines(per_host, pooled) -> list[str]:
                      f"{p['ci_high']:.3g}]{tau}: {p['verdict_label']}; holds on {p['holds_on']} host: "
                      f"supported on {p['hosts_supported']}")
     return lines
+
+
+HOLDS_WORDS = {"every": "holds on every host", "some": "holds on some hosts", "none": "holds on no host"}
+
+
+def host_view(per_host, pooled, table=None):
+    """The per-host view for people (`host_tables`' frames): for each comparison and server, one
+    row per host (its processor, ratio [interval] and verdict), then the pooled row (the pooled
+    ratio [interval], the spread between hosts, and whether the claim holds on every host, on
+    some or on none). `table`, the verdict table of the same runs, names comparisons and servers
+    as the rest of the report does; without it they read as keys and target names."""
+    import pandas as pd
+
+    from . import narrative
+    words, servers = {}, {}
+    if table is not None and len(table):
+        workload = narrative.several_workloads(table)
+        for r in table[table["target"].notna()].to_dict("records"):
+            key = (r["claim"], r["comparison"], r["target"])
+            words[key] = narrative.comparison_words(r, workload=workload)
+            servers[key] = narrative.server_name(r.get("server_version"), r["target"])
+
+    def ratio(estimate, low, high) -> str:
+        return f"{narrative.number(estimate)} [{narrative.number(low)}, {narrative.number(high)}]"
+
+    rows = []
+    for key, group in per_host.groupby(["claim", "comparison", "target"], sort=False):
+        claim, comparison, target = key
+        named = {"claim": claim, "comparison": words.get(key, narrative.comparison_label(comparison)),
+                 "server": servers.get(key, target)}
+        for r in group.itertuples(index=False):
+            rows.append(named | {"host": r.host, "processor": r.processor,
+                                 "ratio [interval]": ratio(r.estimate, r.ci_low, r.ci_high),
+                                 "verdict": r.verdict_label})
+        p = pooled[(pooled["claim"] == claim) & (pooled["comparison"] == comparison)
+                   & (pooled["target"] == target)].iloc[0]
+        spread = (f"hosts read {narrative.number(p['host_low'])} to {narrative.number(p['host_high'])}"
+                  + ("" if p["tau"] != p["tau"] else
+                     f"; between-host SD {narrative.percent(p['tau'])} (log scale, beyond each host's noise)"))
+        rows.append(named | {"host": f"pooled over {p['n_hosts']} hosts", "processor": spread,
+                             "ratio [interval]": ratio(p["estimate"], p["ci_low"], p["ci_high"]),
+                             "verdict": f"{p['verdict_label']}; {HOLDS_WORDS.get(p['holds_on'], p['holds_on'])} "
+                                        f"({p['hosts_supported']} supported)"})
+    return pd.DataFrame(rows, columns=["claim", "comparison", "server", "host", "processor", "ratio [interval]",
+                                       "verdict"])
+
+
+def host_view_html(run_ids: list[str], table=None, data_root: Path | None = None) -> str:
+    """The summary's per-host view of `run_ids`: the table of `host_view` when they come from
+    several hosts, else one line saying they come from one (naming it and its processor)."""
+    import html
+
+    from . import narrative
+    from .store import find_run
+    hosts: dict[str, set[str]] = {}
+    for run_id in run_ids:
+        name, cpu = host_of(find_run(run_id, data_root))
+        hosts.setdefault(name, set()).add(cpu)
+    if len(hosts) < 2:
+        if not hosts:
+            return "<p>No run to show by host.</p>"
+        name, cpus = next(iter(hosts.items()))
+        where = "this machine" if name == "local" else f"host {name}"
+        return (f"<p>All {len(run_ids)} runs come from one host ({html.escape(where)}: "
+                f"{html.escape('; '.join(sorted(cpus)))}), so there is no per-host view: runs from several "
+                "hosts (<code>claimlab run --scheduler</code>, or <code>claimlab import</code>) give one.</p>")
+    per_host, pooled = host_tables(run_ids, data_root)
+    return narrative.table_html(
+        host_view(per_host, pooled, table),
+        caption=f"{len(hosts)} hosts: each host's own analysis, then the hosts pooled (random effects, "
+                "Hartung-Knapp interval); the verdict says on how many hosts the claim holds")
