@@ -247,6 +247,25 @@ def waterfall(table: pd.DataFrame, metric: str = "elapsed_s", title: str = "") -
     return fig
 
 
+# Denser than the forest plot's (one panel may span 0.87 to 1), roundest first: a panel keeps
+# the roundest that are spread enough.
+_LADDER_TICKS = (1.0, 2.0, 0.5, 3.0, 1.5, 5.0, 0.75, 1.25, 2.5, 4.0, 0.25, 0.8, 0.9, 1.1, 1.2, 1.3, 1.4, 0.6, 0.7,
+                 1.75, 3.5)
+
+
+def _spaced_ticks(low: float, high: float, most: int = 7) -> list[float]:
+    """Round ratios between `low` and `high`, at most about `most` of them, evenly spread on the
+    log scale, the roundest first: 1, 1.1, 1.25, 1.4 for 0.98-1.46; 1, 1.5, 2, 3 for 0.95-3.5."""
+    import math
+    inside = [t for t in _LADDER_TICKS if low <= t <= high]
+    gap = math.log(high / low) / most
+    kept: list[float] = []
+    for t in inside:
+        if all(abs(math.log(t / k)) >= gap for k in kept):
+            kept.append(t)
+    return sorted(kept) or [1.0]
+
+
 def ladder(rungs: pd.DataFrame, title: str = "") -> plt.Figure:
     """The version ladder (`claimlab.ladder`): a panel per claim, its main comparison's ratio and
     interval on each server in release order, MySQL's releases left to right, MariaDB's apart
@@ -268,24 +287,34 @@ def ladder(rungs: pd.DataFrame, title: str = "") -> plt.Figure:
                             color=colour, capsize=5, markersize=7)
             else:
                 ax.plot(xi, r.estimate, marker="o", color=colour, linestyle="none")
+            top = r.ci_high if pd.notna(r.ci_high) else r.estimate   # above its interval: clear of its neighbours
+            ax.annotate(f"{narrative.number(r.estimate)} {str(r.verdict).replace('_', ' ')}", (xi, top),
+                        xytext=(0, 5), textcoords="offset points", ha="center", va="bottom", fontsize=8.5,
+                        color=colour)
         published = part["published_ratio"].dropna()
         if len(published):
             ax.axhline(float(published.iloc[0]), color="#d95f02", linestyle="--", linewidth=1.2,
-                       label=f"published {narrative.number(float(published.iloc[0]))}")
+                       label=f"published {narrative.published(float(published.iloc[0]))}")
         ax.axhline(1.0, color="#888888", linewidth=0.8)
         if mysql.any() and not mysql.all():
             ax.axvline((x[int(mysql.sum()) - 1] + x[int(mysql.sum())]) / 2, color="#555555", linewidth=0.8)
-        labels = [r.server + ("\nbase of the ratios" if r.role == "base" else
-                              f"\nagainst {r.relative_to}" if r.relative_to else "") for r in part.itertuples()]
+        labels = [r.server.replace(" (", "\n(") + ("\nbase of the ratios" if r.role == "base" else
+                              f"\nagainst {r.relative_to}" if r.relative_to else
+                              "\n(apart)" if r.family != "mysql" and mysql.any() else "") for r in part.itertuples()]
         ax.set_xticks(x, labels, fontsize=9)
         ax.set_xlim(min(x) - 0.6, max(x) + 0.6)
         ax.set_yscale("log")
         low, high = ax.get_ylim()
-        ax.yaxis.set_major_locator(ticker.FixedLocator([t for t in _RATIO_TICKS if low <= t <= high] or [1.0]))
+        high *= (high / low) ** 0.15   # room for the labels above the highest interval
+        ax.set_ylim(low, high)
+        ax.yaxis.set_major_locator(ticker.FixedLocator(_spaced_ticks(low, high)))
         ax.yaxis.set_major_formatter(ticker.FormatStrFormatter("%g"))
         ax.yaxis.set_minor_formatter(ticker.NullFormatter())
         first = part[part["role"] == "measured"].iloc[0]
-        ax.set_title(f"{claim}: {narrative.comparison_words(first.to_dict(), family='')}", fontsize=11, loc="left")
+        base = part.loc[part["relative_to"] != "", "relative_to"]
+        what = (f"{_workload(first['workload'])}, {narrative.metric_words(first['metric'])}: each server against "
+                f"{base.iloc[0]}" if len(base) else narrative.comparison_words(first.to_dict(), family=""))
+        ax.set_title(f"{claim}: {what}", fontsize=11, loc="left")
         ax.set_ylabel("ratio (log)")
         if len(published):
             ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=9, frameon=False)

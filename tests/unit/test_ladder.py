@@ -140,14 +140,24 @@ def test_the_ladder_figure_draws_a_dot_and_interval_per_server_in_release_order(
     conditions = {("C3", "server=mysql57"): "mysql57", ("C3", "server=mysql80"): "mysql80"}
     table = pd.DataFrame([
         _row("C3", "v80_vs_v57", "mysql57+mysql80", 3.1, baseline="server=mysql57", treatment="server=mysql80",
-             published=3.3),
-        _row("C3", "settings", "mariadb", 2.5, baseline="server=mysql57", treatment="server=v80", published=3.3),
+             published=3.3, workload="insert_loop"),
+        _row("C3", "settings", "mariadb", 2.5, baseline="server=mysql57", treatment="server=v80", published=3.3,
+             workload="insert_loop"),
     ])
     fig = figures.ladder(ladder.ladder(table, SERVERS.assign(claim="C3"), conditions))
     ax = fig.axes[0]
     ticks = [t.get_text() for t in ax.get_xticklabels()]
-    assert ticks == ["MySQL 5.7.23\nbase of the ratios", "MySQL 8.0.40\nagainst MySQL 5.7.23", "MariaDB 10.11.19"]
+    assert ticks == ["MySQL 5.7.23\nbase of the ratios", "MySQL 8.0.40\nagainst MySQL 5.7.23", "MariaDB 10.11.19\n(apart)"]
     positions = list(ax.get_xticks())
     assert positions[2] - positions[1] > positions[1] - positions[0]   # MariaDB apart
     assert [round(y, 3) for line in ax.get_lines() if line.get_linestyle() == "--" for y in line.get_ydata()] == [3.3, 3.3]
     assert ax.get_yscale() == "log"
+    assert ax.get_title(loc="left") == "C3: insert loop, elapsed time: each server against MySQL 5.7.23"
+    assert "3.10 supported" in [t.get_text() for t in ax.texts]
+
+
+def test_the_ladder_figure_labels_round_ratios_spread_on_the_log_scale():
+    from claimlab import figures
+    assert figures._spaced_ticks(0.98, 1.46) == [1.0, 1.1, 1.25, 1.4]
+    assert figures._spaced_ticks(0.95, 3.5) == [1.0, 1.5, 2.0, 3.0]
+    assert figures._spaced_ticks(1.01, 1.02) == [1.0]   # none in range: 1, as the forest plot does
