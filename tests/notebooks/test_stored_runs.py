@@ -31,6 +31,15 @@ def test_summary_notebook_runs_from_shipped_data(tmp_path):
     captions = [html.escape(f"{claim}: each run's estimate beside its baseline level") for claim in CLAIM_IDS]
     assert all(caption in text for caption in captions)   # in the output: the source spells no claim
     assert all(f"<td>{run}</td>" in text for run in report.shipped_run_ids(file=report.EARLIER_RUNS))
+    # the version ladder: each claim on MySQL 9.7.4, then MariaDB apart, drawn and tabled
+    assert (tmp_path / "figures" / "summary" / "ladder.png").exists()
+    outputs = "".join(o.get("data", {}).get("text/html", "") for c in nbformat.read(out, as_version=4).cells
+                      if c.cell_type == "code" and "ladder.table_html" in c.source for o in c.get("outputs", []))
+    assert re.findall(r"<tr><td>(C\d)</td>", outputs) == ["C1", "C1", "C2", "C2", "C3", "C3", "C4", "C4"]
+    assert outputs.count("<td>MySQL 9.7.4</td>") == 4 and outputs.count("<td>MariaDB 10.11.19 (apart)</td>") == 4
+    # the shipped runs come from one host: the per-host view says so in one line
+    assert re.search(r"<p>All 8 runs come from one host \(this machine: AMD EPYC[^<]*\), so there is no per-host "
+                     r"view", text)
 
 
 @pytest.fixture(scope="module")
@@ -120,6 +129,18 @@ def test_claim_reports_from_shipped_data_fit_the_page_and_name_cpu_samples(from_
             assert driver.execute_script(OVERFLOW_JS) == [], path.name
     finally:
         driver.quit()
+
+
+def test_the_rendered_summary_shows_the_version_ladder_and_the_host_view(from_data):
+    """`claimlab report --from-data`: the summary page carries the ladder (its table and its
+    figure, inline) and the per-host view's one line, after the forest plot."""
+    out, *_ = from_data
+    page = (out / "00_summary.html").read_text()
+    headings = re.findall(r"<h2 id=\"([^\"]+)\"", page)
+    assert headings.index("Forest-plot") < headings.index("Version-ladder") < headings.index("By-host")
+    ladder_part = page.split('id="Version-ladder"', 1)[1].split('id="By-host"', 1)[0]
+    assert "<td>MariaDB 10.11.19 (apart)</td>" in ladder_part and "data:image/png;base64," in ladder_part
+    assert "runs come from one host" in page.split('id="By-host"', 1)[1]
 
 
 def test_exploration_notebook_reads_several_sessions_without_a_server(tmp_path):
