@@ -64,7 +64,8 @@ class Server:
     @property
     def label(self) -> str:
         release = self.version or ".".join(map(str, self.release))
-        return f"{FAMILY_NAMES.get(self.family, self.family)} {release}" + (f" ({self.build} build)" if self.build else "")
+        build = f" ({self.build} build)" if self.build else ""
+        return f"{FAMILY_NAMES.get(self.family, self.family)} {release}{build}"
 
 
 def archive_build(archive: str | None) -> str:
@@ -109,8 +110,8 @@ def _same_question(a: Mapping, b: Mapping) -> bool:
     return all(same(a.get(k), b.get(k)) for k in ("workload", "metric", "baseline", "kind", "published_ratio"))
 
 
-def ladder(table: pd.DataFrame, servers: pd.DataFrame, conditions: Mapping[tuple[str, str], str] | None = None
-           ) -> pd.DataFrame:
+def ladder(table: pd.DataFrame, servers: pd.DataFrame,
+           conditions: Mapping[tuple[str, str], str | set[str]] | None = None) -> pd.DataFrame:
     """The ladder's rows, claim by claim in the table's order, each claim's servers in release
     order (MySQL's, then MariaDB's).
 
@@ -142,8 +143,7 @@ def ladder(table: pd.DataFrame, servers: pd.DataFrame, conditions: Mapping[tuple
             target = str(r["target"])
             relative_to = base = None
             if "+" in target:   # between two servers: a rung of the treatment's, relative to the baseline's
-                treated = conditions.get((claim, r["treatment"]))
-                based = conditions.get((claim, r["baseline"]))
+                treated, based = (_side(conditions.get((claim, r[side])), target) for side in ("treatment", "baseline"))
                 at, base = server(claim, treated) if treated else None, server(claim, based) if based else None
                 if at is None or base is None:
                     continue
@@ -162,6 +162,16 @@ def ladder(table: pd.DataFrame, servers: pd.DataFrame, conditions: Mapping[tuple
                 rungs[base] = _row(first, base, "base", target, "", estimate=1.0)
         out += [rungs[s] for s in sorted(rungs, key=lambda s: s.order)]
     return pd.DataFrame(out, columns=list(LADDER_COLUMNS))
+
+
+def _side(targets, pair: str) -> str | None:
+    """Which of a between-server row's targets ("mysql+mysql57") a condition ran on: a condition
+    such as `server=defaults` runs on each run's own target (MariaDB's in one run, MySQL's in
+    the other), so its targets are many and the row's pair decides."""
+    if targets is None:
+        return None
+    found = [t for t in ([targets] if isinstance(targets, str) else targets) if t in pair.split("+")]
+    return found[0] if len(found) == 1 else None
 
 
 def _row(r: Mapping, at: Server, role: str, target: str, relative_to: str, estimate: float | None = None) -> dict:
@@ -195,12 +205,13 @@ def stored_servers(claim: str, paths: Iterable[Path], results: pd.DataFrame) -> 
         for start in read_jsonl(Path(path) / "servers.jsonl"):
             starts.setdefault(start.get("target"), start)
         for c in manifest.get("conditions") or []:
-            conditions[(claim, c["id"])] = c["target"]
+            conditions.setdefault((claim, c["id"]), set()).add(c["target"])
         for target in set(specs) | set(recorded):
             spec, rec, start = specs.get(target) or {}, recorded.get(target) or {}, starts.get(target) or {}
             info = programs.setdefault(target, {})
             info.setdefault("archive", rec.get("archive") or spec.get("archive") or "")
-            info.setdefault("origin", rec.get("origin") or start.get("origin") or KIND_ORIGINS.get(spec.get("kind"), ""))
+            info.setdefault("origin", rec.get("origin") or start.get("origin")
+                            or KIND_ORIGINS.get(spec.get("kind"), ""))
     rows = []
     for target, part in results.groupby("target"):
         versions = sorted(part["server_version"].dropna().astype(str).unique())

@@ -64,8 +64,9 @@ def test_a_build_is_read_from_the_archive_name_and_the_release_from_the_version_
     assert mixed.release == (9, 7, 4) and mixed.label == "MySQL 9.7.3, 9.7.4"
     assert ladder.server_of("") is None
     # 10 sorts after 9 (numbers, not strings), and a build after its release
-    order = sorted([ladder.server_of("10.0.1"), ladder.server_of("9.7.4"), ladder.server_of("8.0.40", "mysql-8.0.40-x-linux.tar.xz"),
-                    ladder.server_of("8.0.40")], key=lambda s: s.order)
+    order = sorted([ladder.server_of("10.0.1"), ladder.server_of("9.7.4"),
+                    ladder.server_of("8.0.40", "mysql-8.0.40-x-linux.tar.xz"), ladder.server_of("8.0.40")],
+                   key=lambda s: s.order)
     assert [s.label for s in order] == ["MySQL 8.0.40", "MySQL 8.0.40 (x build)", "MySQL 9.7.4", "MySQL 10.0.1"]
 
 
@@ -109,6 +110,10 @@ def test_a_ratio_between_two_servers_is_a_rung_of_its_treatment_relative_to_the_
     assert base["estimate"] == 1.0 and math.isnan(base["ci_low"]) and base["verdict"] == ""
     # without the conditions' targets a between-server row cannot be placed: left out, never guessed
     assert ladder.ladder(table, SERVERS.assign(claim="C3"))["server"].tolist() == ["MySQL 9.7.4"]
+    # `defaults` runs on each run's own target (MariaDB's run and MySQL's): the row's pair picks
+    both = conditions | {("C3", "server=defaults"): {"mariadb", "mysql"}}
+    assert ladder.ladder(table, SERVERS.assign(claim="C3"), both)["server"].tolist() == \
+        ["MySQL 5.7.23", "MySQL 8.0.40", "MySQL 9.7.4"]
 
 
 def test_servers_absent_from_the_runs_are_absent_and_claims_keep_their_order():
@@ -147,10 +152,12 @@ def test_the_ladder_figure_draws_a_dot_and_interval_per_server_in_release_order(
     fig = figures.ladder(ladder.ladder(table, SERVERS.assign(claim="C3"), conditions))
     ax = fig.axes[0]
     ticks = [t.get_text() for t in ax.get_xticklabels()]
-    assert ticks == ["MySQL 5.7.23\nbase of the ratios", "MySQL 8.0.40\nagainst MySQL 5.7.23", "MariaDB 10.11.19\n(apart)"]
+    assert ticks == ["MySQL 5.7.23\nbase of the ratios", "MySQL 8.0.40\nagainst MySQL 5.7.23",
+                     "MariaDB 10.11.19\n(apart)"]
     positions = list(ax.get_xticks())
     assert positions[2] - positions[1] > positions[1] - positions[0]   # MariaDB apart
-    assert [round(y, 3) for line in ax.get_lines() if line.get_linestyle() == "--" for y in line.get_ydata()] == [3.3, 3.3]
+    dashed = [round(y, 3) for line in ax.get_lines() if line.get_linestyle() == "--" for y in line.get_ydata()]
+    assert dashed == [3.3, 3.3]   # the published ratio, across the panel
     assert ax.get_yscale() == "log"
     assert ax.get_title(loc="left") == "C3: insert loop, elapsed time: each server against MySQL 5.7.23"
     assert "3.10 supported" in [t.get_text() for t in ax.texts]
