@@ -168,3 +168,24 @@ def test_the_ladder_figure_labels_round_ratios_spread_on_the_log_scale():
     assert figures._spaced_ticks(0.98, 1.46) == [1.0, 1.1, 1.25, 1.4]
     assert figures._spaced_ticks(0.95, 3.5) == [1.0, 1.5, 2.0, 3.0]
     assert figures._spaced_ticks(1.01, 1.02) == [1.0]   # none in range: 1, as the forest plot does
+
+
+def test_a_stored_runs_recorded_archive_and_origin_name_its_build(tmp_path):
+    """A run that records its server programs (the manifest's provenance.servers, as tarball
+    targets write it): the archive names the build, the origin is the recorded one."""
+    import json
+    import shutil
+
+    from claimlab import report
+    from conftest import ROOT
+    run_id = report.published_runs()["collation_cost"][1]   # MySQL 9.7.4's run
+    copy = tmp_path / "collation_cost" / run_id
+    shutil.copytree(next((ROOT / "data" / "raw").glob(f"*/{run_id}")), copy)
+    manifest = json.loads((copy / "manifest.json").read_text())
+    manifest["provenance"]["servers"] = {"mysql": {"version": "9.7.4", "origin": "source build",
+                                                   "archive": "mysql-9.7.4-patched-linux-glibc2.36-x86_64.tar.xz"}}
+    (copy / "manifest.json").write_text(json.dumps(manifest))
+    rungs = ladder.of_analyses(report.analyze_runs([run_id], tmp_path))
+    assert list(rungs["server"]) == ["MySQL 9.7.4 (patched build)"]
+    assert list(rungs["origin"]) == ["source build"]
+    assert list(rungs["comparison"]) == ["uca_ai_vs_utf8mb3"]
