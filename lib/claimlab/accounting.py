@@ -29,7 +29,7 @@ import mysql.connector
 import psutil
 
 from .errors import WorkloadError
-from .store import Metric
+from .records import Metric
 
 # Quiet check: over a short window, CPU used by processes other than claimlab and its server,
 # in cores, and disk bytes written by others per second. Above either, wait; if it lasts, flag.

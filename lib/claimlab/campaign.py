@@ -168,7 +168,7 @@ def _minutes(seconds: float) -> str:
 
 
 def _now() -> str:
-    from .store import now
+    from .records import now
     return now()
 
 

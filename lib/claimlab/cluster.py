@@ -43,7 +43,8 @@ from pathlib import Path
 from typing import Callable
 
 from .errors import ClaimlabError, DataError
-from .store import RESERVE, WRITER_LOCK, WRITTEN, load_manifest, now, read_jsonl, run_state, runs_root
+from .records import now
+from .store import RESERVE, WRITER_LOCK, WRITTEN, load_manifest, read_jsonl, run_state, runs_root
 
 RESOURCE = "host"
 TOPIC = "claimlab-started"    # a Dask event per task start: which lost tasks were measuring

@@ -29,14 +29,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .errors import DataError
+from .records import RunManifest, now
 from .store import (
-    RunManifest,
     RunStore,
     _read_csv,
     _write_atomic,
     find_run,
     load_manifest,
-    now,
     project_root,
     raw_root,
     run_state,

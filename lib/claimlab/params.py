@@ -35,10 +35,10 @@ from pydantic import BeforeValidator, Field, create_model, model_validator
 
 from . import workloads as wl
 from .errors import ConfigError
+from .records import RESERVED_COLUMNS
 from .schema import LevelName, Model, Name, Text, cap, check_name, fail, read_yaml, show, validate
 from .servers import KINDS, ServerOptions, TargetSpec
 from .stopping import FastRounds, StopRule, TimedRounds
-from .store import RESERVED_COLUMNS
 
 PROFILES = ("smoke", "quick", "full")
 # A factor becomes a column of results.csv beside these: a clash makes the file unreadable.

@@ -18,9 +18,10 @@ from . import datacache
 from .design import cells, conditions
 from .errors import ServerGone, ServerStartError
 from .params import Experiment
+from .records import new_run_id
 from .runner import claim_work, cleanup_work, runnable_conditions
 from .servers import Launcher
-from .store import new_run_id, project_root
+from .store import project_root
 
 
 @dataclass(frozen=True)
@@ -75,7 +76,7 @@ def preload(exp: Experiment, *, work_root=None, log=None) -> list[Preloaded]:
         for group in cells(runnable):
             c0 = group[0]
             target = exp.targets[c0.target]
-            if target.kind == "external":
+            if not target.local:
                 continue
             server = launcher.prepare(target, c0.server)
             key = datacache.cell_key(server, group)

@@ -48,6 +48,7 @@ from .errors import (
     WorkloadError,
 )
 from .params import Experiment
+from .records import FORMAT_VERSION, MeasurementRecord, Metric, RunManifest, now
 from .servers import (
     ExternalServer,
     Launcher,
@@ -63,15 +64,10 @@ from .servers import (
 )
 from .servers.reaper import mark
 from .store import (
-    FORMAT_VERSION,
-    MeasurementRecord,
-    Metric,
-    RunManifest,
     RunStore,
     find_run,
     load_manifest,
     lock_writer,
-    now,
     project_root,
     read_results,
     run_state,

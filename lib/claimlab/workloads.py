@@ -29,9 +29,9 @@ from typing import Any, Callable, ClassVar, Iterator
 import mysql.connector
 
 from .errors import ServerGone, WorkloadError
+from .records import Metric
 from .servers import confined
 from .servers.reaper import record_load_generator
-from .store import Metric
 
 _IDENT = re.compile(r"[A-Za-z0-9_]+\Z")
 SYSBENCH_DIR = "/usr/share/sysbench"

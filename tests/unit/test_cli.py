@@ -13,7 +13,7 @@ import sys
 import pandas as pd
 import pytest
 
-from claimlab import cli, narrative, report, store
+from claimlab import cli, narrative, records, report, store
 from claimlab import params as params_mod
 from claimlab.errors import ClaimlabError
 from conftest import ROOT
@@ -59,7 +59,7 @@ def test_the_report_ends_with_the_verdict_table(tmp_path):
 
 
 def _manifest(experiment: str):
-    return store.RunManifest.new(experiment=experiment, claim="C4", profile="smoke", factors=[])
+    return records.RunManifest.new(experiment=experiment, claim="C4", profile="smoke", factors=[])
 
 
 def test_new_runs_go_to_the_ignored_runs_directory_and_readers_look_in_both(tmp_path, monkeypatch):

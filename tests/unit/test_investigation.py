@@ -8,7 +8,7 @@ import time
 import pandas as pd
 import pytest
 
-from claimlab import ablation, campaign, report, store, variables
+from claimlab import ablation, campaign, records, report, store, variables
 from claimlab.errors import DataError
 from conftest import ROOT
 
@@ -29,7 +29,7 @@ def test_stored_facts_diff_a_run_without_a_server():
 
 
 def _manifest():
-    return store.RunManifest.new(experiment="binlog_hunt", claim="ablation", profile="smoke", factors=[])
+    return records.RunManifest.new(experiment="binlog_hunt", claim="ablation", profile="smoke", factors=[])
 
 
 def test_stored_run_reads_the_newest_complete_run(tmp_path, monkeypatch):

@@ -37,8 +37,9 @@ def test_a_look_answers_in_time_or_not_a_failed_one_is_answered_and_an_interrupt
     import signal
     import threading
 
+    from claimlab.records import RunManifest
     from claimlab.runner import _Look
-    from claimlab.store import RunManifest, RunStore
+    from claimlab.store import RunStore
 
     store = RunStore.create(tmp_path, RunManifest.new(experiment="exp", claim="C2", profile="quick", factors=[]))
     release = threading.Event()

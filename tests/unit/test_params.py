@@ -4,7 +4,7 @@ import dataclasses
 
 import pytest
 
-from claimlab import ablation, design, params, schema, store
+from claimlab import ablation, design, params, records, schema
 from claimlab import workloads as wl
 from claimlab.design import conditions
 from claimlab.errors import ConfigError
@@ -207,7 +207,7 @@ def test_unknown_key_lists_every_allowed_key_not_only_those_present(write_params
     assert set(allowed) == {f.name for f in dataclasses.fields(params.Design)}
 
 
-@pytest.mark.parametrize("column", store.BASE_COLUMNS + store.TAIL_COLUMNS)
+@pytest.mark.parametrize("column", records.BASE_COLUMNS + records.TAIL_COLUMNS)
 def test_factor_named_like_any_results_column_is_refused(write_params, column):
     """A factor becomes a results.csv column: a clash wrote a file that read_results refused."""
     path = write_params(MINIMAL.replace("binlog:", f"{column}:"))

@@ -10,7 +10,8 @@ import pytest
 
 from claimlab import params
 from claimlab.errors import ConfigError, DataError
-from claimlab.store import MeasurementRecord, Metric, RunManifest, RunStore, find_run, read_results
+from claimlab.records import MeasurementRecord, Metric, RunManifest
+from claimlab.store import RunStore, find_run, read_results
 from conftest import ROOT, run_cli
 
 BASE = (ROOT / "params" / "binlog_default.yaml").read_text()

@@ -5,11 +5,8 @@ import json
 import pytest
 
 from claimlab.errors import DataError
+from claimlab.records import RESERVED_COLUMNS, MeasurementRecord, Metric, RunManifest
 from claimlab.store import (
-    RESERVED_COLUMNS,
-    MeasurementRecord,
-    Metric,
-    RunManifest,
     RunStore,
     find_run,
     list_runs,

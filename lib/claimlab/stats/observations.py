@@ -25,8 +25,8 @@ import pandas as pd
 
 from claimlab.claims import STATISTICS
 from claimlab.errors import DataError
+from claimlab.records import BASE_COLUMNS, TAIL_COLUMNS
 from claimlab.stopping import FAST_BAND, FAST_GATE
-from claimlab.store import BASE_COLUMNS, TAIL_COLUMNS
 
 REQUIRED_COLUMNS = (
     "run_id", "claim", "experiment", "condition", "target", "server_version", "workload",
