@@ -102,7 +102,7 @@ class Ablation:
     def __post_init__(self):
         if not NAME_RE.match(self.name):
             raise ValueError(f"name: {self.name!r} is not a valid name")
-        if self.target.kind == "external":
+        if not self.target.local:
             raise ValueError("target: an ablation reconfigures its server; an external target cannot be")
         diff = toggles(self.slow, self.fast)
         if not diff:

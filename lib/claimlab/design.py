@@ -113,7 +113,7 @@ def conditions(exp: Experiment) -> list[Condition]:
             workloads.append(with_overrides(w, overrides, exp.source, f"workloads.{w.name}")
                              if overrides else w)
         target = targets.pop() if targets else exp.default_target
-        if server != ServerOptions() and exp.targets[target].kind == "external":
+        if server != ServerOptions() and not exp.targets[target].local:
             setter = next(f"factors.{f.name}.{lv.name}.server" for f, lv in zip(exp.factors, combo)
                           if lv.server != ServerOptions())
             raise ConfigError(exp.source, setter, f"sets server options, but condition {cid} runs on "

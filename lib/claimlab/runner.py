@@ -310,7 +310,7 @@ def _lock_externals(exp: Experiment, conds: list[Condition], launcher: Launcher)
 def _placer(exp: Experiment, conds: list[Condition], store: RunStore, log) -> Placer | None:
     """The run's binary placements (design.place_binary), for runs with a server of their own. A
     host without a usable tmpfs runs its servers from their binaries, and the run records why."""
-    if not exp.design.place_binary or all(exp.targets[c.target].kind == "external" for c in conds):
+    if not exp.design.place_binary or not any(exp.targets[c.target].local for c in conds):
         return None
     placer = Placer()
     if placer.available:
@@ -370,7 +370,7 @@ def _close_quietly(store: RunStore, status: str, exc: BaseException) -> None:
 def external_plan(exp: Experiment, conds: list[Condition]) -> list[str]:
     """What a run will do to servers claimlab does not own, said before it starts."""
     lines = []
-    for name in sorted({c.target for c in conds if exp.targets[c.target].kind == "external"}):
+    for name in sorted({c.target for c in conds if not exp.targets[c.target].local}):
         schemas = sorted({w.schema() for c in conds if c.target == name for w in c.workloads})
         lines.append(f"target {name} (external): will create, use and finally drop schemas "
                      f"{', '.join(schemas)}; nothing else is touched and no global variable is changed")
@@ -379,7 +379,7 @@ def external_plan(exp: Experiment, conds: list[Condition]) -> list[str]:
 
 def _drop_external_schemas(exp: Experiment, conds: list[Condition], store: RunStore) -> None:
     """On someone else's server, leave nothing behind but what was there: drop our schemas."""
-    for name in sorted({c.target for c in conds if exp.targets[c.target].kind == "external"}):
+    for name in sorted({c.target for c in conds if not exp.targets[c.target].local}):
         server = ExternalServer(exp.targets[name])
         for schema in sorted({w.schema() for c in conds if c.target == name for w in c.workloads}):
             try:
@@ -648,7 +648,7 @@ def _draw(ctx: _Context, unit: Unit, attempt: int) -> list:
     placed = []
     for n, (group, _) in enumerate(itertools.product(unit.cells, range(unit.starts))):
         target = ctx.exp.targets[group[0].target]
-        placed.append(None if target.kind == "external" else ctx.placer.place(
+        placed.append(None if not target.local else ctx.placer.place(
             ctx.launcher.installation(target).binary, f"s{n}", f"{ctx.store.run_id}/{unit.seq}/{attempt}/{n}"))
     return placed
 
@@ -683,7 +683,7 @@ def _slot(ctx: _Context, group, start: int) -> tuple[int, Path] | None:
     loaded (3 s and more on MySQL), so the server waits for its predecessor."""
     c0 = group[0]
     target = ctx.exp.targets[c0.target]
-    if target.kind == "external":
+    if not target.local:
         return None
     slot = ctx.slots.get((c0.cell, start), 2 * start)
     home = ctx.launcher.home(target, c0.server, slot)

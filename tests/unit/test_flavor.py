@@ -1,19 +1,21 @@
 """Version differences live in one place: the option spellings per server flavor."""
 
-from claimlab.servers import Flavor, ServerOptions, tarball_urls
+import pytest
+
+from claimlab.servers import Flavor, MariaDB, MySQL, ServerOptions, tarball_urls
 
 OFF, ON = ServerOptions(log_bin=False), ServerOptions(log_bin=True, sync_binlog=1)
 
 
 def test_binlog_off_needs_skip_log_bin_on_mysql_8():
-    assert "skip-log-bin" in Flavor("mysql", (8, 0, 40)).option_lines(OFF)
-    assert "skip-log-bin" in Flavor("mysql", (8, 4, 3)).option_lines(OFF)
-    assert not any("log" in x for x in Flavor("mysql", (5, 7, 44)).option_lines(OFF))
-    assert not any("log-bin" in x for x in Flavor("mariadb", (10, 11, 19)).option_lines(OFF))
+    assert "skip-log-bin" in MySQL((8, 0, 40)).option_lines(OFF)
+    assert "skip-log-bin" in MySQL((8, 4, 3)).option_lines(OFF)
+    assert not any("log" in x for x in MySQL((5, 7, 44)).option_lines(OFF))
+    assert not any("log-bin" in x for x in MariaDB((10, 11, 19)).option_lines(OFF))
 
 
 def test_binlog_on_sets_server_id():
-    for flavor in (Flavor("mysql", (5, 7, 44)), Flavor("mysql", (8, 0, 40)), Flavor("mariadb", (10, 11, 0))):
+    for flavor in (MySQL((5, 7, 44)), MySQL((8, 0, 40)), MariaDB((10, 11, 0))):
         lines = flavor.option_lines(ON)
         assert "log-bin=binlog" in lines and "server-id=1" in lines and "sync-binlog=1" in lines
 
@@ -51,8 +53,8 @@ def test_only_claimlab_schemas_can_be_dropped():
             server.drop_schema(name)   # refused before any connection is attempted
 
 
-MYSQL97, MYSQL57, MYSQL8029 = Flavor("mysql", (9, 7, 4)), Flavor("mysql", (5, 7, 44)), Flavor("mysql", (8, 0, 29))
-MARIADB1011, MARIADB105 = Flavor("mariadb", (10, 11, 14)), Flavor("mariadb", (10, 5, 9))
+MYSQL97, MYSQL57, MYSQL8029 = MySQL((9, 7, 4)), MySQL((5, 7, 44)), MySQL((8, 0, 29))
+MARIADB1011, MARIADB105 = MariaDB((10, 11, 14)), MariaDB((10, 5, 9))
 
 
 def test_role_uca_ai_is_spelled_per_server():
@@ -65,7 +67,7 @@ def test_role_uca_ai_is_spelled_per_server():
 
 def test_names_a_server_lacks_are_refused_with_a_reason_before_start():
     assert MARIADB1011.resolve("utf8mb4_0900_ai_ci")[0] is None
-    assert Flavor("mariadb", (11, 4, 5)).resolve("utf8mb4_0900_ai_ci") == ("utf8mb4_0900_ai_ci", None)
+    assert MariaDB((11, 4, 5)).resolve("utf8mb4_0900_ai_ci") == ("utf8mb4_0900_ai_ci", None)
     assert "MySQL's analogue is role uca_ai" in MYSQL97.resolve("utf8mb4_uca1400_ai_ci")[1]
     assert MYSQL57.resolve("utf8mb4_0900_ai_ci")[0] is None
     assert MYSQL97.resolve("latin1_swedish_ci") == ("latin1_swedish_ci", None)
@@ -109,10 +111,29 @@ def test_mariadb_10_8_has_no_log_fsync_counter():
 def test_valgrind_settings_per_flavour():
     """MariaDB caps the pool's reserved maximum (it cannot reserve the default under valgrind);
     MySQL has no such option and would refuse to start with it. Both use simulated AIO."""
-    mariadb = Flavor("mariadb", (10, 11, 14)).valgrind_options(ServerOptions(innodb_buffer_pool_size="512M"))
+    mariadb = MariaDB((10, 11, 14)).valgrind_options(ServerOptions(innodb_buffer_pool_size="512M"))
     assert mariadb.innodb_buffer_pool_size == "512M"
     assert dict(mariadb.extra) == {"innodb-buffer-pool-size-max": "512M", "skip-innodb-use-native-aio": "ON"}
-    mysql = Flavor("mysql", (9, 7, 4)).valgrind_options(ServerOptions(log_bin=False))
+    mysql = MySQL((9, 7, 4)).valgrind_options(ServerOptions(log_bin=False))
     assert mysql.innodb_buffer_pool_size == "128M" and mysql.log_bin is False
     assert dict(mysql.extra) == {"innodb-use-native-aio": "OFF"}
-    assert "innodb-use-native-aio=OFF" in Flavor("mysql", (9, 7, 4)).option_lines(mysql)
+    assert "innodb-use-native-aio=OFF" in MySQL((9, 7, 4)).option_lines(mysql)
+
+
+def test_every_kind_a_params_file_may_name_is_a_class_saying_whether_claimlab_runs_it():
+    from claimlab.servers import KINDS, TargetSpec, kind_of
+    from claimlab.servers.kinds import External, TargetKind
+
+    assert all(isinstance(kind_of(TargetSpec(name="t", kind=k)), TargetKind) for k in KINDS)
+    assert [k for k in KINDS if not TargetSpec(name="t", kind=k).local] == ["external"]
+    assert isinstance(kind_of(TargetSpec(name="t", kind="external")), External)
+    with pytest.raises(ValueError, match="no installation"):
+        kind_of(TargetSpec(name="t", kind="external")).installation(TargetSpec(name="t", kind="external"))
+
+
+def test_the_product_is_the_flavours_class_not_a_name_to_compare():
+    assert isinstance(Flavor.from_version_text("10.11.14-MariaDB"), MariaDB)
+    assert isinstance(Flavor.from_version_text("9.7.4"), MySQL)
+    assert MySQL((9, 7, 4)) != MariaDB((9, 7, 4))
+    assert str(MariaDB((10, 11, 14))) == "MariaDB 10.11.14" and MySQL((9, 7, 4)).vendor == "mysql"
+    assert MySQL((9, 7, 4)).slow_shutdown and not MariaDB((10, 11, 14)).slow_shutdown

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from ..errors import TargetUnavailable
-from .flavor import Flavor, parse_version
+from .flavor import MySQL, parse_version
 from .local import Installation, binary_version
 
 PACKAGES = ("mysql-server-core", "mysql-client-core")
@@ -69,7 +69,7 @@ def installed(cache: Path) -> Installation:
     root = current.resolve() / "root"
     binary = root / MYSQLD
     version_text = binary_version(binary)
-    return Installation(binary=binary, flavor=Flavor("mysql", parse_version(version_text)),
+    return Installation(binary=binary, flavor=MySQL(parse_version(version_text)),
                         version_text=version_text, basedir=root / "usr",
                         package=f"{meta['package']} {meta['version']} from Debian {meta['suite']}")
 

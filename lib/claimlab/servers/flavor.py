@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import re
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import ClassVar
 
 from ..errors import TargetUnavailable
 from .options import ServerOptions
@@ -57,35 +58,32 @@ def canonical_name(name: str) -> str:
 
 @dataclass(frozen=True)
 class Flavor:
-    """One server product and version."""
+    """One server product and version. What is the same for both products lives here; what
+    differs is a method each product's subclass answers, so no caller asks which product it has."""
 
-    vendor: str                      # "mariadb" or "mysql"
     version: tuple[int, int, int]
+    vendor: ClassVar[str]            # the key symbols.LAYOUTS and manifests know a product by
+    product: ClassVar[str]
 
-    def __post_init__(self):
-        if self.vendor not in ("mariadb", "mysql"):
-            raise ValueError(f"vendor: {self.vendor!r} is neither mariadb nor mysql")
-
-    @classmethod
-    def from_version_text(cls, text: str) -> "Flavor":
+    @staticmethod
+    def from_version_text(text: str) -> "Flavor":
         """From `SELECT VERSION()` or `--version`: MariaDB says so; anything else is MySQL."""
-        return cls("mariadb" if "mariadb" in text.lower() else "mysql",
-                   parse_version(re.sub(r"^5\.5\.5-", "", text.strip())))
+        product = MariaDB if "mariadb" in text.lower() else MySQL
+        return product(parse_version(re.sub(r"^5\.5\.5-", "", text.strip())))
 
     def __str__(self) -> str:
-        return f"{'MariaDB' if self.vendor == 'mariadb' else 'MySQL'} {'.'.join(map(str, self.version))}"
+        return f"{self.product} {'.'.join(map(str, self.version))}"
 
     @property
     def mysql8(self) -> bool:
-        return self.vendor == "mysql" and self.version >= (8, 0, 0)
+        """MySQL 8.0 or later: binary log on by default, UCA 9.0.0 collations, X Protocol."""
+        return False
 
     @property
     def slow_shutdown(self) -> bool:
-        """A clean shutdown that mostly waits: Oracle MySQL's waits out its InnoDB master thread's
-        one-second sleep and its native AIO threads' 500 ms reap timeout, neither of which a
-        setting shortens (strace of MySQL 9.7.4: 1.2-1.5 s a stop, against 0.03 s for MariaDB
-        10.11). The runner hides it behind the next server's start (runner._Stopping)."""
-        return self.vendor == "mysql"
+        """A clean shutdown that mostly waits (see MySQL.slow_shutdown); the runner hides it
+        behind the next server's start (runner._Stopping)."""
+        return False
 
     # -- option files and initialisation ---------------------------------------------------
     def option_lines(self, opts: ServerOptions) -> list[str]:
@@ -108,42 +106,21 @@ class Flavor:
     def base_lines(self, home: Path) -> list[str]:
         """What every server of this flavour needs in its option file, beside the experiment's
         settings (which come later and so win where they repeat a name)."""
-        if self.vendor == "mariadb":
-            return []
-        files = home / "files"
-        files.mkdir(parents=True, exist_ok=True)
-        lines = [f"secure-file-priv={files}"]     # its default, /var/lib/mysql-files, must exist
-        if self.mysql8:
-            lines.append("mysqlx=OFF")            # else X Protocol opens port 33060
-        if self.version >= (8, 0, 30):
-            # The 100 MiB default stalls a 1M-row load on redo checkpoints (MariaDB's 96M log
-            # file does not); sized like a server that loads such tables would be.
-            lines.append("innodb-redo-log-capacity=512M")
-        return lines
+        return []
 
     def init_command(self, binary: Path, defaults_file: Path) -> list[str]:
         """Initialise with the same option file the server will start with: init-only settings
         (lower_case_table_names, innodb_page_size) must be there at initialisation."""
-        if self.vendor == "mariadb":
-            installer = shutil.which("mariadb-install-db") or shutil.which("mysql_install_db")
-            if not installer:
-                raise TargetUnavailable("mariadb-install-db not found: install it with "
-                                        "`apt-get install mariadb-server`")
-            return [installer, f"--defaults-file={defaults_file}", "--user=root",
-                    "--auth-root-authentication-method=normal", "--skip-test-db"]
-        return [str(binary), f"--defaults-file={defaults_file}", "--initialize-insecure", "--user=root"]
+        raise NotImplementedError
 
     def valgrind_options(self, opts: ServerOptions, pool: str = "128M") -> ServerOptions:
         """The settings InnoDB needs to start under valgrind, which does not emulate native AIO
-        (both products then use simulated AIO). MariaDB 10.11 also reserves address space for
-        `innodb_buffer_pool_size_max` and cannot reserve its default there, so the maximum is
-        capped at the pool's size; MySQL has no such option (it would refuse to start)."""
+        (both products then use simulated AIO)."""
         size = opts.innodb_buffer_pool_size or pool
-        if self.vendor == "mariadb":
-            extra = {"innodb-buffer-pool-size-max": size, "skip-innodb-use-native-aio": "ON"}
-        else:
-            extra = {"innodb-use-native-aio": "OFF"}
-        return opts.merged(ServerOptions(innodb_buffer_pool_size=size, extra=tuple(extra.items())))
+        return opts.merged(ServerOptions(innodb_buffer_pool_size=size, extra=tuple(self._valgrind_extra(size).items())))
+
+    def _valgrind_extra(self, size: str) -> dict[str, str]:
+        raise NotImplementedError
 
     # -- names: roles and spellings --------------------------------------------------------
     def resolve(self, name: str) -> tuple[str | None, str | None]:
@@ -151,33 +128,30 @@ class Flavor:
         (None, why this server has nothing that fits)."""
         lowered = name.lower()
         if lowered == "uca_ai":
-            if self.mysql8:
-                return "utf8mb4_0900_ai_ci", None
-            if self.vendor == "mariadb" and self.version >= (10, 10, 0):
-                return "utf8mb4_uca1400_ai_ci", None
-            return None, f"{self} has no UCA 9.0/14.0 accent-insensitive collation (role uca_ai)"
-        if "_0900_" in lowered:
-            if self.vendor == "mysql" and not self.mysql8:
-                return None, f"{self} has no UCA 9.0.0 collations ({name})"
-            if self.vendor == "mariadb" and self.version < (11, 4, 5):
-                return None, f"{self} has no utf8mb4_0900_* collations ({name}); MariaDB's analogue is role uca_ai"
-        if "_uca1400_" in lowered:
-            if self.vendor == "mysql":
-                return None, f"{self} has no UCA 14.0 collations ({name}); MySQL's analogue is role uca_ai"
-            if self.version < (10, 10, 0):
-                return None, f"{self} has no UCA 14.0 collations ({name})"
+            spelled = self._uca_ai()
+            if spelled is None:
+                return None, f"{self} has no UCA 9.0/14.0 accent-insensitive collation (role uca_ai)"
+            return spelled, None
+        reason = self._missing_collation(name, lowered)
+        if reason:
+            return None, reason
         if lowered.startswith("utf8mb3_") and self._old_utf8_names():
             return "utf8_" + name[len("utf8mb3_"):], None
         return name, None
 
+    def _uca_ai(self) -> str | None:
+        """This server's UCA 9.0/14.0 accent-insensitive collation, if it has one."""
+        raise NotImplementedError
+
+    def _missing_collation(self, name: str, lowered: str) -> str | None:
+        """Why this server has no collation of that family, or None if it may have it."""
+        raise NotImplementedError
+
     def _old_utf8_names(self) -> bool:
-        """Before MySQL 8.0.30 and MariaDB 10.6, utf8mb3 collations are named `utf8_*`."""
-        if self.vendor == "mysql":
-            return self.version < (8, 0, 30)
-        return self.version < (10, 6, 0)
+        """Whether utf8mb3 collations are still named `utf8_*` here."""
+        raise NotImplementedError
 
     def resolve_options(self, opts: ServerOptions) -> tuple[ServerOptions | None, str | None]:
-        from dataclasses import replace
         changes = {}
         for field in ("character_set_server", "collation_server"):
             value = getattr(opts, field)
@@ -197,23 +171,115 @@ class Flavor:
     # -- counters --------------------------------------------------------------------------
     def status_counters(self) -> tuple[str, ...]:
         """SHOW GLOBAL STATUS counters this flavour must have: a missing one is an error, never
-        a silently absent metric. MariaDB 10.8 dropped Innodb_os_log_fsyncs (its redo log is
-        written differently since); MySQL keeps it."""
-        if self.vendor == "mariadb":
-            log = ("Innodb_os_log_fsyncs",) if self.version < (10, 8, 0) else ()
-            return COMMON_COUNTERS + log + MARIADB_BINLOG_COUNTERS
-        return COMMON_COUNTERS + ("Innodb_os_log_fsyncs",) + MYSQL_BINLOG_COUNTERS
+        a silently absent metric."""
+        raise NotImplementedError
 
     def witness_queries(self) -> tuple[tuple[str, tuple[str, ...]], ...]:
         """Further counters from queries: (SQL returning one row, metric names of its columns)."""
-        if self.vendor == "mysql" and self.version >= (5, 7, 0):
-            return ((_PFS_BINLOG, PFS_BINLOG_METRICS),)
         return ()
 
     # -- client ----------------------------------------------------------------------------
     def connector_note(self) -> str | None:
+        """Why the client library may not fit this server, if it may not."""
+        return None
+
+
+@dataclass(frozen=True)
+class MariaDB(Flavor):
+    vendor: ClassVar[str] = "mariadb"
+    product: ClassVar[str] = "MariaDB"
+
+    def init_command(self, binary: Path, defaults_file: Path) -> list[str]:
+        installer = shutil.which("mariadb-install-db") or shutil.which("mysql_install_db")
+        if not installer:
+            raise TargetUnavailable("mariadb-install-db not found: install it with "
+                                    "`apt-get install mariadb-server`")
+        return [installer, f"--defaults-file={defaults_file}", "--user=root",
+                "--auth-root-authentication-method=normal", "--skip-test-db"]
+
+    def _valgrind_extra(self, size: str) -> dict[str, str]:
+        """MariaDB 10.11 reserves address space for `innodb_buffer_pool_size_max` and cannot
+        reserve its default under valgrind, so the maximum is capped at the pool's size."""
+        return {"innodb-buffer-pool-size-max": size, "skip-innodb-use-native-aio": "ON"}
+
+    def _uca_ai(self) -> str | None:
+        return "utf8mb4_uca1400_ai_ci" if self.version >= (10, 10, 0) else None
+
+    def _missing_collation(self, name: str, lowered: str) -> str | None:
+        if "_0900_" in lowered and self.version < (11, 4, 5):
+            return f"{self} has no utf8mb4_0900_* collations ({name}); MariaDB's analogue is role uca_ai"
+        if "_uca1400_" in lowered and self.version < (10, 10, 0):
+            return f"{self} has no UCA 14.0 collations ({name})"
+        return None
+
+    def _old_utf8_names(self) -> bool:
+        """Before MariaDB 10.6, utf8mb3 collations are named `utf8_*`."""
+        return self.version < (10, 6, 0)
+
+    def status_counters(self) -> tuple[str, ...]:
+        """MariaDB 10.8 dropped Innodb_os_log_fsyncs (its redo log is written differently since)."""
+        log = ("Innodb_os_log_fsyncs",) if self.version < (10, 8, 0) else ()
+        return COMMON_COUNTERS + log + MARIADB_BINLOG_COUNTERS
+
+
+@dataclass(frozen=True)
+class MySQL(Flavor):
+    vendor: ClassVar[str] = "mysql"
+    product: ClassVar[str] = "MySQL"
+
+    @property
+    def mysql8(self) -> bool:
+        return self.version >= (8, 0, 0)
+
+    @property
+    def slow_shutdown(self) -> bool:
+        """Oracle MySQL's clean shutdown waits out its InnoDB master thread's one-second sleep and
+        its native AIO threads' 500 ms reap timeout, neither of which a setting shortens (strace
+        of MySQL 9.7.4: 1.2-1.5 s a stop, against 0.03 s for MariaDB 10.11)."""
+        return True
+
+    def base_lines(self, home: Path) -> list[str]:
+        files = home / "files"
+        files.mkdir(parents=True, exist_ok=True)
+        lines = [f"secure-file-priv={files}"]     # its default, /var/lib/mysql-files, must exist
+        if self.mysql8:
+            lines.append("mysqlx=OFF")            # else X Protocol opens port 33060
+        if self.version >= (8, 0, 30):
+            # The 100 MiB default stalls a 1M-row load on redo checkpoints (MariaDB's 96M log
+            # file does not); sized like a server that loads such tables would be.
+            lines.append("innodb-redo-log-capacity=512M")
+        return lines
+
+    def init_command(self, binary: Path, defaults_file: Path) -> list[str]:
+        return [str(binary), f"--defaults-file={defaults_file}", "--initialize-insecure", "--user=root"]
+
+    def _valgrind_extra(self, size: str) -> dict[str, str]:
+        """MySQL has no `innodb_buffer_pool_size_max` (it would refuse to start)."""
+        return {"innodb-use-native-aio": "OFF"}
+
+    def _uca_ai(self) -> str | None:
+        return "utf8mb4_0900_ai_ci" if self.mysql8 else None
+
+    def _missing_collation(self, name: str, lowered: str) -> str | None:
+        if "_0900_" in lowered and not self.mysql8:
+            return f"{self} has no UCA 9.0.0 collations ({name})"
+        if "_uca1400_" in lowered:
+            return f"{self} has no UCA 14.0 collations ({name}); MySQL's analogue is role uca_ai"
+        return None
+
+    def _old_utf8_names(self) -> bool:
+        """Before MySQL 8.0.30, utf8mb3 collations are named `utf8_*`."""
+        return self.version < (8, 0, 30)
+
+    def status_counters(self) -> tuple[str, ...]:
+        return COMMON_COUNTERS + ("Innodb_os_log_fsyncs",) + MYSQL_BINLOG_COUNTERS
+
+    def witness_queries(self) -> tuple[tuple[str, tuple[str, ...]], ...]:
+        return ((_PFS_BINLOG, PFS_BINLOG_METRICS),) if self.version >= (5, 7, 0) else ()
+
+    def connector_note(self) -> str | None:
         """mysql-connector-python 9.x is tested by Oracle against 8.0 and later only."""
-        if self.vendor == "mysql" and self.version < (8, 0, 0):
+        if self.version < (8, 0, 0):
             return (f"{self}: mysql-connector-python 9.x does not support MySQL 5.7 servers "
                     "(it connects with mysql_native_password, but is untested there)")
         return None

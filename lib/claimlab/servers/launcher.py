@@ -12,9 +12,9 @@ from pathlib import Path
 import mysql.connector
 
 from ..errors import ConfigError, TargetUnavailable
-from . import debian, tarball
 from .flavor import Flavor
-from .local import ExternalServer, Installation, LocalServer, Server, binary_version
+from .kinds import kind_of
+from .local import ExternalServer, Installation, LocalServer, Server
 from .options import ServerOptions, TargetSpec
 
 # A named lock every claimlab run holds on an external server while it uses it: two runs against
@@ -22,58 +22,21 @@ from .options import ServerOptions, TargetSpec
 EXTERNAL_LOCK = "claimlab_run"
 
 
-def cache_dir() -> Path:
-    return Path(os.environ.get("CLAIMLAB_CACHE", Path.home() / ".cache" / "claimlab"))
-
-
-def mariadb_binary(target: TargetSpec) -> Path:
-    found = target.binary or shutil.which("mariadbd") or _first_existing("/usr/sbin/mariadbd")
-    if not found or not os.access(found, os.X_OK):
-        raise TargetUnavailable(f"target {target.name}: mariadbd not found; install it with "
-                                "`apt-get install mariadb-server` (or run `make setup` as root)")
-    return Path(found)
-
-
-def _first_existing(*paths: str) -> str | None:
-    return next((p for p in paths if os.path.exists(p)), None)
-
-
 def installation(target: TargetSpec, download: bool = True) -> Installation:
     """The program a local target runs. `download`: fetch a `version:` tarball if not cached
     (a mysql-debian target is only ever fetched by `claimlab setup-mysql`)."""
-    if target.kind == "mariadb":
-        binary = mariadb_binary(target)
-        try:
-            text = binary_version(binary)
-        except TargetUnavailable as exc:
-            raise TargetUnavailable(f"target {target.name}: {exc}") from None
-        return Installation(binary=binary, flavor=Flavor.from_version_text(text), version_text=text)
-    if target.kind == "mysql-debian":
-        try:
-            return debian.installed(cache_dir())
-        except TargetUnavailable as exc:
-            raise TargetUnavailable(f"target {target.name}: {exc}") from None
-    if target.kind == "mysql-tarball":
-        return tarball.installed(target, cache_dir(), download=download)
-    raise ValueError(f"target {target.name}: {target.kind} is not a local kind")
+    return kind_of(target).installation(target, download=download)
 
 
 def flavor_of(target: TargetSpec) -> Flavor:
     """A target's product and version, known before any server starts (an external server is
     asked: it is already running)."""
-    if target.kind == "external":
-        return ExternalServer(target).flavor
-    return installation(target).flavor
+    return kind_of(target).flavor(target)
 
 
 def check_available(target: TargetSpec, download: bool = True) -> str:
     """A one-line description of what would run, or TargetUnavailable saying what to do."""
-    if target.kind == "external":
-        server = ExternalServer(target).start()
-        return f"external {server.facts().version}"
-    inst = installation(target, download=download)
-    note = inst.flavor.connector_note()
-    return inst.describe() + (f"; note: {note}" if note else "")
+    return kind_of(target).describe(target, download=download)
 
 
 def check_cpus(cpus: tuple[int, ...] | None, targets: list[TargetSpec], source: str) -> None:
@@ -87,7 +50,7 @@ def check_cpus(cpus: tuple[int, ...] | None, targets: list[TargetSpec], source: 
         raise ConfigError(source, "design.cpus", f"vCPU {missing[0]} is not one this machine offers "
                                                  f"(it has {', '.join(map(str, offered))})")
     for target in targets:
-        if target.kind == "external":
+        if not target.local:
             raise ConfigError(source, "design.cpus",
                               f"target {target.name} is external: claimlab cannot confine a server it "
                               "does not start; set `cpus: null` in its design")
@@ -111,7 +74,7 @@ class Launcher:
         script that starts it under valgrind: claimlab.profiling). `slot`: which of a
         configuration's data directories (`home`). `cpus`: the vCPUs the server and the sysbench
         runs against it are confined to (design.cpus); an external server cannot be."""
-        if target.kind == "external":
+        if not target.local:
             if options != ServerOptions():
                 raise ConfigError("(params)", f"targets.{target.name}",
                                   "conditions may not set server options on an external target")

@@ -98,7 +98,9 @@ class TargetSpec:
 
     @property
     def local(self) -> bool:
-        return self.kind != "external"
+        """Started, stopped and configured by claimlab (the kind says; see kinds.py)."""
+        from .kinds import kind_of  # kinds builds on this module
+        return kind_of(self).local
 
     def public(self) -> dict[str, Any]:
         """What may be written to manifests: everything but nothing secret (only the variable's name)."""
@@ -107,7 +109,7 @@ class TargetSpec:
                     "user", "password_env"):
             if getattr(self, key) is not None:
                 out[key] = getattr(self, key)
-        if self.kind == "external":
+        if not self.local:
             out["allow_remote"] = self.allow_remote
         if self.options != ServerOptions():
             out["options"] = self.options.as_dict()
