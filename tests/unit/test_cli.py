@@ -4,8 +4,10 @@ data/raw."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -161,3 +163,66 @@ def test_a_reader_that_stops_reading_gets_no_traceback():
                           executable="/bin/bash", env={**os.environ, "PYTHONUNBUFFERED": "1"})
     assert len(proc.stdout) == 10
     assert proc.stderr == ""
+
+
+def _published(experiment: str) -> list[str]:
+    return report.published_runs(ROOT)[experiment]
+
+
+def test_two_targets_on_one_server_are_told_apart_by_name(capsys):
+    # SHIPPED_C1 names its target `default`, the published run `mariadb`: both MariaDB 10.11.19.
+    assert cli.main(["analyze", _published("charset_mismatch")[0], SHIPPED_C1]) == 0
+    out = capsys.readouterr().out
+    assert "MariaDB 10.11.19 (target default)" in out and "MariaDB 10.11.19 (target mariadb)" in out
+
+
+def test_analyze_names_the_server_on_every_line_and_prints_no_nan(capsys):
+    # Before: one line per claim with every comparison run together, servers unnamed, "between-run
+    # sd nan" for a server with one run, and 0.8742 beside 0.874.
+    mariadb, mysql = _published("charset_mismatch")
+    earlier = report.published_runs(ROOT, report.EARLIER_RUNS)["charset_mismatch"]
+    assert cli.main(["analyze", mariadb, mysql, *earlier]) == 0
+    out = capsys.readouterr().out
+    assert "nan" not in out.lower()
+    header, *lines = [line for line in out.splitlines() if line.startswith("  ") and " vs " in line[:24]
+                      or line.startswith("  COMPARISON")]
+    assert header.split()[:2] == ["COMPARISON", "SERVER"] and len(lines) == 6
+    assert all(line[header.index("SERVER"):].startswith(("MariaDB 10.11.19 ", "MySQL 9.7.4 ")) for line in lines)
+    (between,) = [line for line in out.splitlines() if "between runs: mismatch vs latin1 on MariaDB" in line]
+    assert mariadb in between and mysql not in between
+    for number in re.findall(r"(?<![\w.])\d[\d,]*\.?\d*(?![\w.])", between.split("runs ", 1)[1]):
+        digits = number.replace(",", "").replace(".", "").lstrip("0")
+        assert len(digits) <= 3 or "." not in number, number      # three significant digits
+
+
+def test_analyze_gives_scripts_csv_and_json_without_nan(capsys):
+    runs = _published("charset_mismatch")
+    assert cli.main(["analyze", *runs, "--format", "json"]) == 0
+    captured = capsys.readouterr()
+    records = json.loads(captured.out, parse_constant=lambda c: pytest.fail(f"JSON holds {c}"))
+    assert {(r["comparison"], r["server"]) for r in records} == {
+        (c, s) for c in ("mismatch_vs_latin1", "mismatch_vs_utf8mb4", "utf8mb4_vs_latin1")
+        for s in ("MariaDB 10.11.19", "MySQL 9.7.4")}
+    assert any(r["published_ratio"] is None for r in records)   # a missing number is null
+    assert "C1 Charset" in captured.err                          # the heading goes to stderr
+    assert cli.main(["analyze", *runs, "--format", "csv"]) == 0
+    table = pd.read_csv(io.StringIO(capsys.readouterr().out))
+    assert len(table) == len(records) and "nan" not in table.to_csv(index=False).lower().replace(",,", ",")
+    assert list(table.columns)[:4] == ["claim", "comparison", "target", "server"]
+
+
+def test_runs_shows_the_server_marks_published_runs_and_filters(capsys, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    published = set(report.shipped_run_ids(ROOT))
+    assert cli.main(["runs", "--published", "--format", "json"]) == 0
+    runs = json.loads(capsys.readouterr().out)
+    assert {r["run_id"] for r in runs} == published and all(r["published"] for r in runs)
+    assert cli.main(["runs", "--experiment", "charset_mismatch", "--server", "mysql", "--published"]) == 0
+    header, *rows = capsys.readouterr().out.splitlines()
+    assert header.split()[:7] == ["RUN", "EXPERIMENT", "CLAIM", "SERVER", "PROFILE", "STATUS", "PUBLISHED"]
+    assert [row.split()[0] for row in rows] == [_published("charset_mismatch")[1]]
+    assert "mysql: MySQL 9.7.4" in rows[0] and rows[0][header.index("PUBLISHED")] == "*"
+    assert cli.main(["runs", "--experiment", "charset_mismatch", "--server", "mariadb", "--format", "csv"]) == 0
+    table = pd.read_csv(io.StringIO(capsys.readouterr().out))
+    assert SHIPPED_C1 in set(table["run_id"]) and not table.loc[table["run_id"] == SHIPPED_C1, "published"].item()
+    assert table["server"].str.contains("MariaDB").all() and set(table["experiment"]) == {"charset_mismatch"}

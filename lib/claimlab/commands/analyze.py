@@ -1,23 +1,36 @@
-"""`claimlab analyze`: effects, intervals and verdicts of stored runs, with no server."""
+"""`claimlab analyze`: effects, intervals and verdicts of stored runs, with no server. Every
+line names the server it is about; a person gets numbers to three significant digits and a dash
+where there is none, a script gets the whole table as CSV or JSON (empty or null, never NaN)."""
 
 from __future__ import annotations
 
+import json
 import math
+import sys
 from pathlib import Path
 
 from . import READ_HELP
 
 NAME = "analyze"
+FORMATS = ("table", "csv", "json")
+# What a script gets per comparison and server, in this order (the full table: --table).
+COLUMNS = ("claim", "comparison", "target", "server", "experiment", "workload", "metric", "baseline",
+           "treatment", "n_runs", "n_blocks", "estimate", "ci_low", "ci_high", "confidence", "p_value",
+           "p_family", "published_ratio", "verdict", "verdict_label", "edge_label", "rerun_chance",
+           "runs_to_settle", "run_id")
 
 
 def add_parser(sub) -> None:
     a = sub.add_parser(NAME, help="effects, intervals and verdicts for stored runs",
                        description="Analyse stored runs (no server needed) and print one line per "
-                                   "claim; runs of one claim are analysed together, runs as the top "
-                                   "level, with their between-run spread; --table writes the tidy "
-                                   "table as CSV.")
+                                   "comparison and server; runs of one claim are analysed together, runs "
+                                   "as the top level, with their between-run spread; --table writes the "
+                                   "tidy table as CSV.")
     a.add_argument("run_ids", nargs="+", metavar="RUN_ID")
     a.add_argument("--data", type=Path, metavar="DIR", help=READ_HELP)
+    a.add_argument("--format", choices=FORMATS, default="table",
+                   help="table: aligned, for reading (default); csv or json: one record per comparison "
+                        "and server, unrounded, on stdout (notes go to stderr)")
     a.add_argument("--table", type=Path, metavar="CSV", help="write the full table here")
     a.add_argument("--exclude-contention", action="store_true",
                    help="leave out measurements flagged as taken under contention")
@@ -30,44 +43,120 @@ def add_parser(sub) -> None:
 def main(args) -> int:
     import pandas as pd
 
-    from .. import stats
-    from ..narrative import edge_lines, slow_hour_lines
     from ..report import analyze_runs
     analyses = analyze_runs(args.run_ids, args.data, accept_modified=args.accept_modified,
                             include_contention=not args.exclude_contention, normal_only=args.normal_only)
-    for a in analyses:
-        for note in a.notes:
-            print(f"note: {note}")
-        print(stats.summary_line(a.table, a.claim))
-        for line in slow_hour_lines(a.table.to_dict("records")):
-            print(f"  slow hour: {line}")
-        for line in edge_lines(a.table.to_dict("records")):
-            print(f"  near an edge: {line}")
-        if len(a.run_id.split()) > 1:
-            spread, levels = stats.between_runs(a.results, a.claim)
-            levels = levels.groupby(["comparison", "target"])
-            for row in spread.itertuples(index=False):
-                runs = levels.get_group((row.comparison, row.target))
-                corr = "" if math.isnan(row.baseline_corr) else \
-                    f", its correlation with the estimate {row.baseline_corr:.2f}"
-                print(f"  {row.comparison} [{row.target}] runs {_per_run(runs, 'estimate')}; between-run sd "
-                      f"{row.between_run_sd:.3g}, within-run sd {row.within_run_sd:.3g}, "
-                      f"p(runs differ) {row.p_runs_differ:.3g}; baseline ({row.baseline}) "
-                      f"{_per_run(runs, 'baseline_level')}{corr}")
-        if args.exclude_contention:
-            for line in _contention_lines(a.results, a.table):
-                print(f"  {line}")
+    if args.format == "table":
+        for a in analyses:
+            print("\n".join(_claim_lines(a, args.exclude_contention)))
+    else:
+        for a in analyses:
+            for line in _claim_lines(a, args.exclude_contention, table=False):
+                print(line, file=sys.stderr)
+        _write_records(pd.concat([_records(a.table) for a in analyses], ignore_index=True), args.format)
     if args.table:
         pd.concat([a.table for a in analyses]).to_csv(args.table, index=False)
-        print(f"table written to {args.table}")
+        print(f"table written to {args.table}", file=sys.stderr if args.format != "table" else sys.stdout)
     return 0
 
 
-def _per_run(runs, column: str) -> str:
-    """`run: value, ...` for one comparison's runs (`stats.run_levels`), four significant digits."""
-    from ..narrative import number
-    return ", ".join(f"{run}: {number(value, 4)}" for run, value in zip(runs["run_id"], runs[column]))
+def _claim_lines(a, exclude_contention: bool, table: bool = True) -> list[str]:
+    """One claim's lines: its notes, a heading with the verdict counts and the interval level, the
+    verdict table (`table`), then what to do about slow hours and edges and how its runs spread."""
+    from ..narrative import edge_lines, slow_hour_lines
+    from ..stats.verdicts import VERDICTS
+    rows = a.table.to_dict("records")
+    lines = [f"note: {note}" for note in a.notes]
+    counts = a.table["verdict"].value_counts()
+    head = ", ".join(f"{counts.get(word, 0)} {word.replace('_', ' ')}" for word in VERDICTS)
+    levels = sorted({f"{c:.1%}".replace(".0%", "%") for c in a.table["confidence"].dropna()})
+    level = f"; intervals at {' and '.join(levels)} confidence" if levels else ""
+    lines.append(f"{a.claim.id} {a.claim.title}: {head}{level}")
+    if table:
+        lines += [f"  {line}" for line in _table_lines(rows)]
+    lines += [f"  slow hour: {line}" for line in slow_hour_lines(rows)]
+    lines += [f"  near an edge: {line}" for line in edge_lines(rows)]
+    if len(a.run_id.split()) > 1:
+        lines += [f"  {line}" for line in _between_run_lines(a)]
+    if exclude_contention:
+        lines += [f"  {line}" for line in _contention_lines(a.results, a.table)]
+    return lines
 
+
+def _table_lines(rows: list[dict]) -> list[str]:
+    """One aligned line per comparison and server. Two targets on one server version (runs of
+    different params files) are told apart by their target's name."""
+    from ..narrative import comparison_label, number, published, rerun_chance, shown_label
+    header = ("COMPARISON", "SERVER", "MEASURED [INTERVAL]", "PUBLISHED", "SAME ON RERUN", "VERDICT")
+    servers = {r["target"]: _server(r) for r in rows}
+    shared = {name for name in servers.values() if list(servers.values()).count(name) > 1}
+    lines = []
+    for r in rows:
+        untested = r.get("verdict") == "not_tested" or _missing(r.get("estimate"))
+        server = servers[r["target"]] + (f" (target {r['target']})" if servers[r["target"]] in shared else "")
+        measured = "not measured" if untested else \
+            f"{number(r['estimate'])} [{number(r.get('ci_low'))}, {number(r.get('ci_high'))}]"
+        lines.append((comparison_label(r["comparison"]), server, measured, published(r.get("published_ratio")),
+                      "—" if untested else rerun_chance(r.get("rerun_chance")), shown_label(r)))
+    widths = [max(len(x) for x in column) for column in zip(header, *lines)]
+    return ["  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip() for line in (header, *lines)]
+
+
+def _server(row: dict) -> str:
+    from ..narrative import server_name
+    version = row.get("server_version")
+    return server_name(None if _missing(version) else version, row.get("target")) or "—"
+
+
+def _missing(value) -> bool:
+    return value is None or isinstance(value, float) and math.isnan(value)
+
+
+def _between_run_lines(a) -> list[str]:
+    """How the runs of each comparison and server spread, where a server has more than one run
+    (with one, there is no spread to tell)."""
+    from .. import stats
+    from ..narrative import comparison_label, number, server_names
+    spread, levels = stats.between_runs(a.results, a.claim)
+    levels = levels.groupby(["comparison", "target"])
+    servers = server_names(a.results)
+    lines = []
+    for row in spread.itertuples(index=False):
+        runs = levels.get_group((row.comparison, row.target))
+        if len(runs) < 2:
+            continue
+        corr = "" if math.isnan(row.baseline_corr) else \
+            f", its correlation with the estimate {number(row.baseline_corr)}"
+        lines.append(f"between runs: {comparison_label(row.comparison)} on {servers.get(row.target, row.target)}: "
+                     f"runs {_per_run(runs, 'estimate')}; between-run sd {number(row.between_run_sd)}, "
+                     f"within-run sd {number(row.within_run_sd)}, p(runs differ) {number(row.p_runs_differ)}; "
+                     f"baseline ({row.baseline}) {_per_run(runs, 'baseline_level')}{corr}")
+    return lines
+
+
+def _per_run(runs, column: str) -> str:
+    """`run: value, ...` for one comparison's runs (`stats.run_levels`)."""
+    from ..narrative import number
+    return ", ".join(f"{run}: {number(value)}" for run, value in zip(runs["run_id"], runs[column]))
+
+
+def _records(table):
+    """The columns a script reads, with the server named as a reader would name it."""
+    out = table.copy()
+    out["server"] = [_server(r) for r in out.to_dict("records")]
+    return out[list(COLUMNS)]
+
+
+def _write_records(records, fmt: str) -> None:
+    """CSV or JSON on stdout: a missing number is an empty field or null, never NaN (which JSON
+    does not have and a script would read as a value)."""
+    if fmt == "csv":
+        records.to_csv(sys.stdout, index=False, lineterminator="\n")
+        return
+    rows = [{k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in row.items()}
+            for row in records.astype(object).to_dict("records")]
+    json.dump(rows, sys.stdout, indent=1, default=str)
+    print()
 
 def _contention_lines(results, table) -> list[str]:
     """What --exclude-contention left out, and why a comparison then had nothing to compare."""

@@ -1,29 +1,87 @@
-"""`claimlab runs`: the stored runs."""
+"""`claimlab runs`: the stored runs, each with the servers it measured and whether the reports
+publish it (data/published_runs.json), for people (an aligned table) and scripts (csv, json)."""
 
 from __future__ import annotations
 
+import csv
+import json
+import sys
 from pathlib import Path
 
 from . import READ_HELP
 
 NAME = "runs"
+FORMATS = ("table", "csv", "json")
+COLUMNS = ("run_id", "experiment", "claim", "server", "profile", "status", "published", "host", "path")
 
 
 def add_parser(sub) -> None:
-    ls = sub.add_parser(NAME, help="list stored runs")
+    ls = sub.add_parser(NAME, help="list stored runs",
+                        description="List stored runs: the servers each measured, and `*` on the runs "
+                                    "the reports publish (data/published_runs.json).")
     ls.add_argument("--data", type=Path, metavar="DIR", help=READ_HELP)
+    ls.add_argument("--experiment", nargs="+", metavar="NAME", help="only runs of these experiments")
+    ls.add_argument("--server", nargs="+", metavar="NAME",
+                    help="only runs that measured one of these servers: a target name (mariadb, mysql) or "
+                         "a product or version as the SERVER column shows it (MySQL, 10.11)")
+    ls.add_argument("--published", action="store_true", help="only the runs the reports publish")
+    ls.add_argument("--format", choices=FORMATS, default="table", help="table (default), csv or json")
 
 
 def main(args) -> int:
+    from ..report import published_runs
     from ..store import list_runs
-    runs = list_runs(args.data)
+    published = {run_id for ids in published_runs().values() for run_id in ids}
+    runs = [run | {"server": servers_of(Path(run["path"])), "published": run["run_id"] in published}
+            for run in list_runs(args.data)]
+    runs = [run for run in runs if _wanted(run, args)]
+    if args.format == "json":
+        json.dump([{c: run[c] for c in COLUMNS} for run in runs], sys.stdout, indent=1)
+        print()
+        return 0
+    if args.format == "csv":
+        writer = csv.DictWriter(sys.stdout, COLUMNS, extrasaction="ignore", lineterminator="\n")
+        writer.writeheader()
+        writer.writerows({**run, "server": "; ".join(run["server"])} for run in runs)
+        return 0
     if not runs:
-        print("no stored runs; start one with `claimlab run binlog_default --profile smoke`")
-    rows = [(r["run_id"], r["experiment"], r["claim"] or "", r["profile"], r["status"], r["host"], str(r["path"]))
+        print("no stored runs match; start one with `claimlab run binlog_default --profile smoke`"
+              if any((args.experiment, args.server, args.published)) else
+              "no stored runs; start one with `claimlab run binlog_default --profile smoke`")
+        return 0
+    header = ("RUN", "EXPERIMENT", "CLAIM", "SERVER", "PROFILE", "STATUS", "PUBLISHED", "HOST", "PATH")
+    rows = [(r["run_id"], r["experiment"] or "", r["claim"] or "", ", ".join(r["server"]) or "—",
+             r["profile"] or "", r["status"] or "", "*" if r["published"] else "", r["host"] or "—", r["path"])
             for r in runs]
-    if rows:
-        header = ("RUN", "EXPERIMENT", "CLAIM", "PROFILE", "STATUS", "HOST", "PATH")
-        widths = [max(len(x) for x in column) for column in zip(header, *rows)]
-        for row in (header, *rows):
-            print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
+    widths = [max(len(x) for x in column) for column in zip(header, *rows)]
+    for row in (header, *rows):
+        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
     return 0
+
+
+def servers_of(path: Path) -> list[str]:
+    """What each of a run's targets turned out to be ("mariadb: MariaDB 10.11.19"), from the first
+    start of each recorded in servers.jsonl; a target the run meant to measure that has not started
+    (yet) is named alone, one it skipped (not available here) not at all."""
+    from ..narrative import server_name
+    from ..store import read_jsonl, read_manifest
+    versions: dict[str, str] = {}
+    for record in read_jsonl(path / "servers.jsonl") if (path / "servers.jsonl").exists() else []:
+        target = str(record.get("target"))
+        if target not in versions and record.get("version"):
+            versions[target] = server_name(str(record["version"]))
+    manifest = read_manifest(path)
+    targets = {c.get("target") or manifest.get("default_target") for c in manifest.get("conditions") or ()}
+    targets = (targets - set(manifest.get("skipped_targets") or ())) | set(versions)
+    return [f"{t}: {versions[t]}" if t in versions else str(t) for t in sorted(t for t in targets if t)]
+
+
+def _wanted(run: dict, args) -> bool:
+    if args.experiment and run["experiment"] not in args.experiment:
+        return False
+    if args.published and not run["published"]:
+        return False
+    if args.server:
+        said = [s.lower() for s in run["server"]]
+        return any(name.lower() in s for name in args.server for s in said)
+    return True
