@@ -25,19 +25,29 @@ server process. It buys layouts at the cost of a warm-up, not of a start and a s
 ratio depends on where the code landed (MySQL 9.7's unicode scan, 6-13% slower at some addresses;
 Mytkowicz et al., "Producing wrong data without doing anything obviously wrong!", ASPLOS 2009),
 more layouts per run narrow what one run's draw of them moves the estimate.
+
+`plan` puts all of it together as one value before any server starts: the conditions that can
+run here (names spelled for each server), the skipped ones with their reasons, the blocks and the
+run's manifest. The runner executes a plan; a test can build one with no server at all.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import itertools
+import os
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Callable
 
+from . import params as params_mod
+from . import provenance
 from . import workloads as wl
-from .errors import ConfigError
+from .errors import ConfigError, ServerGone, TargetUnavailable
 from .params import Experiment, with_overrides
-from .servers import Flavor, ServerOptions
+from .records import RunManifest
+from .servers import Flavor, ServerOptions, TargetSpec, check_available, check_cpus, flavor_of
+from .store import project_root
 
 
 @dataclass(frozen=True)
@@ -202,3 +212,112 @@ def round_order(unit: Unit, round_index: int, seed: int) -> list[tuple[int, Cond
 def unit_seed(seed: int, seq: int, iteration: int) -> int:
     """A reproducible seed for one measurement (sysbench's --rand-seed must be > 0)."""
     return (seed * 1_000_003 + seq * 1009 + iteration) % 2_147_483_647 + 1
+
+
+# -- the plan: everything decided before a server starts -------------------------------------
+
+def probe(target: TargetSpec) -> Flavor:
+    """What a target runs, asked of this machine without starting a server (an external one is
+    connected to): TargetUnavailable (or ServerGone) when it cannot run here."""
+    check_available(target)
+    return flavor_of(target)
+
+
+def runnable_conditions(exp: Experiment, conds: list[Condition],
+                        probe: Callable[[TargetSpec], Flavor] = probe
+                        ) -> tuple[list[Condition], dict[str, str]]:
+    """The conditions that can run here, and why the others cannot (by target or condition).
+    Levels naming a role or a spelling are resolved per server before any starts; a level a
+    server lacks is skipped with its reason (e.g. 0900 collations on MariaDB)."""
+    flavors, skipped = {}, {}
+    for name in sorted({c.target for c in conds}):
+        try:
+            flavors[name] = probe(exp.targets[name])
+        except (TargetUnavailable, ServerGone) as exc:
+            skipped[name] = str(exc)
+    runnable = [c for c in conds if c.target in flavors]
+    if runnable:
+        runnable, unresolvable = resolve_conditions(runnable, flavors)
+        skipped = skipped | unresolvable
+    if not runnable:
+        raise TargetUnavailable("; ".join(skipped.values()))
+    return runnable, skipped
+
+
+@dataclass(frozen=True)
+class Plan:
+    """One run, decided: what the runner executes and the manifest records."""
+
+    experiment: Experiment
+    declared: tuple[Condition, ...]          # every combination of levels, as the params file says
+    conditions: tuple[Condition, ...]        # those that run here, names spelled for their server
+    skipped: dict[str, str]                  # target or condition id -> why it does not run here
+    units: tuple[Unit, ...]                  # server starts, in blocks, in the order they run
+    blocks: int                              # the number of blocks (a sequential design's cap)
+    first_look: int                          # the first block a sequential rule may stop before
+    manifest: RunManifest = field(repr=False)
+
+    @property
+    def measurements(self) -> int:
+        """What the plan measures if it runs to the end (a sequential design usually stops before)."""
+        return sum(len(u.conditions) for u in self.units) * len(self.experiment.workloads) \
+            * self.experiment.design.iterations
+
+    def external_lines(self) -> list[str]:
+        """What the run will do to servers claimlab does not own, said before it starts."""
+        exp, lines = self.experiment, []
+        for name in sorted({c.target for c in self.conditions if not exp.targets[c.target].local}):
+            schemas = sorted({w.schema() for c in self.conditions if c.target == name for w in c.workloads})
+            lines.append(f"target {name} (external): will create, use and finally drop schemas "
+                         f"{', '.join(schemas)}; nothing else is touched and no global variable is changed")
+        return lines
+
+
+def plan(experiment: Experiment | str | os.PathLike, profile: str | None = None, *,
+         probe: Callable[[TargetSpec], Flavor] = probe) -> Plan:
+    """The plan of a run of `experiment` (loaded, or a params name or path read with `profile`,
+    default quick). `probe` says what each target runs here, or raises TargetUnavailable: by
+    default it asks the machine, which starts no server."""
+    if isinstance(experiment, Experiment):
+        exp = experiment
+        if profile is not None and profile != exp.profile:
+            raise ValueError(f"{exp.name} is loaded with profile {exp.profile}, not {profile}")
+    else:
+        exp = params_mod.load(params_mod.find(str(experiment)), profile or "quick")
+    declared = conditions(exp)
+    check_cpus(exp.design.cpus, [exp.targets[name] for name in sorted({c.target for c in declared})], exp.source)
+    runnable, skipped = runnable_conditions(exp, declared, probe)
+    design = exp.design
+    # a sequential rule counts server starts; with `starts_per_block` k a block holds k of each cell
+    k = design.starts_per_block
+    blocks = (design.sequential.max_blocks if design.sequential else design.repetitions) // k
+    first_look = design.sequential.min_blocks // k if design.sequential else 1
+    units = schedule(runnable, blocks, design.seed, design.side_by_side, k)
+    return Plan(exp, tuple(declared), tuple(runnable), skipped, tuple(units), blocks, first_look,
+                _manifest(exp, declared, units, skipped))
+
+
+def _manifest(exp: Experiment, conds: list[Condition], units: list[Unit], skipped: dict[str, str]) -> RunManifest:
+    return RunManifest.new(
+        experiment=exp.name, claim=exp.claim, profile=exp.profile, factors=[f.name for f in exp.factors],
+        params_file=exp.source, params=exp.document, seed=exp.design.seed, design=_design_dict(exp),
+        targets={n: t.public() for n, t in exp.targets.items()}, default_target=exp.default_target,
+        conditions=tuple({"id": c.id, "cell": c.cell, "target": c.target, "levels": dict(c.levels),
+                          "server": c.server.as_dict(),
+                          "workloads": {w.name: w.describe() for w in c.workloads}} for c in conds),
+        skipped_targets=skipped,
+        plan=tuple({"seq": u.seq, "block": u.block, "cell": u.cell,
+                    "conditions": [c.id for c in u.conditions]} for u in units),
+        provenance=provenance.collect(project_root()))
+
+
+def _design_dict(exp: Experiment) -> dict:
+    d = exp.design
+    out = {k: getattr(d, k) for k in ("repetitions", "warmup", "iterations", "seed", "fresh_datadir",
+                                       "max_attempts", "target", "side_by_side", "starts_per_block",
+                                       "place_binary", "cpus")}
+    out["sequential"] = None if d.sequential is None else vars(d.sequential)
+    out["fast_rounds"] = None if d.fast_rounds is None else vars(d.fast_rounds)
+    out["timed_rounds"] = None if d.timed_rounds is None else vars(d.timed_rounds)
+    out["within_factors"] = list(within_factors(exp))
+    return out

@@ -15,11 +15,11 @@ import time
 from dataclasses import dataclass
 
 from . import datacache
-from .design import cells, conditions
+from .design import cells, conditions, runnable_conditions
 from .errors import ServerGone, ServerStartError
 from .params import Experiment
 from .records import new_run_id
-from .runner import claim_work, cleanup_work, runnable_conditions
+from .runner import claim_work, cleanup_work
 from .servers import Launcher
 from .store import project_root
 

@@ -37,14 +37,13 @@ from tqdm import tqdm
 
 from . import accounting, datacache, provenance, witness
 from . import workloads as wl
-from .design import Condition, Unit, conditions, resolve_conditions, round_order, schedule, unit_seed, within_factors
+from .design import Condition, Unit, plan, round_order, unit_seed
 from .errors import (
     ClaimlabError,
     Interrupted,
     ServerGone,
     ServerStartError,
     SettingsMismatch,
-    TargetUnavailable,
     WorkloadError,
 )
 from .params import Experiment
@@ -54,9 +53,6 @@ from .servers import (
     Launcher,
     Placer,
     ServerOptions,
-    check_available,
-    check_cpus,
-    flavor_of,
     reap,
     reaping,
     stop_all,
@@ -75,7 +71,7 @@ from .store import (
     unwritten,
 )
 
-__all__ = ["run", "RunOutcome", "Interrupted", "verify_settings", "external_plan", "signals_raise"]
+__all__ = ["run", "RunOutcome", "Interrupted", "verify_settings", "signals_raise"]
 
 
 @dataclass
@@ -104,32 +100,6 @@ def signals_raise():
     finally:
         for sig, old in previous.items():
             signal.signal(sig, old)
-
-
-def available_targets(exp: Experiment, conds: list[Condition]) -> dict[str, str]:
-    """Targets the plan uses that cannot run here, with the reason (the rest is run)."""
-    reasons = {}
-    for name in sorted({c.target for c in conds}):
-        try:
-            check_available(exp.targets[name])
-        except (TargetUnavailable, ServerGone) as exc:
-            reasons[name] = str(exc)
-    return reasons
-
-
-def runnable_conditions(exp: Experiment, conds: list[Condition]) -> tuple[list[Condition], dict[str, str]]:
-    """The conditions that can run here, and why the others cannot (by target or condition).
-    Levels naming a role or a spelling are resolved per server before any starts; a level a
-    server lacks is skipped with its reason (e.g. 0900 collations on MariaDB)."""
-    skipped = available_targets(exp, conds)
-    runnable = [c for c in conds if c.target not in skipped]
-    if runnable:
-        runnable, unresolvable = resolve_conditions(
-            runnable, {name: flavor_of(exp.targets[name]) for name in {c.target for c in runnable}})
-        skipped = skipped | unresolvable
-    if not runnable:
-        raise TargetUnavailable("; ".join(skipped.values()))
-    return runnable, skipped
 
 
 def _document_text(document) -> str:
@@ -173,17 +143,13 @@ def run(exp: Experiment, *, data_root: Path | None = None, work_root: Path | Non
         raise ValueError(f"{exp.name}: a stopping callback goes with a sequential design, and only "
                          "with one (claimlab.stats.stopping_for(exp))")
     data_root = data_root or runs_root()
-    conds = conditions(exp)
-    check_cpus(exp.design.cpus, [exp.targets[name] for name in sorted({c.target for c in conds})], exp.source)
-    runnable, skipped = runnable_conditions(exp, conds)
+    the_plan = plan(exp)
+    runnable, skipped, units = list(the_plan.conditions), the_plan.skipped, list(the_plan.units)
+    blocks, first_look = the_plan.blocks, the_plan.first_look
     for workload in {w.name: w for c in runnable for w in c.workloads}.values():
         workload.check_tools()
     design = exp.design
-    # a sequential rule counts server starts; with `starts_per_block` k a block holds k of each cell
     k = design.starts_per_block
-    blocks = (design.sequential.max_blocks if design.sequential else design.repetitions) // k
-    first_look = design.sequential.min_blocks // k if design.sequential else 1
-    units = schedule(runnable, blocks, design.seed, design.side_by_side, design.starts_per_block)
     work_root = (work_root or project_root() / "work").absolute()
 
     writer = store = None
@@ -197,7 +163,7 @@ def run(exp: Experiment, *, data_root: Path | None = None, work_root: Path | Non
             writer.close()
             raise
     else:
-        manifest = _new_manifest(exp, conds, units, skipped, work_root)
+        manifest = the_plan.manifest.with_(work_root=str(work_root))
         path = None
     run_id = manifest.run_id
     work = work_root / run_id
@@ -210,7 +176,7 @@ def run(exp: Experiment, *, data_root: Path | None = None, work_root: Path | Non
         if writer is not None:
             writer.close()
         raise
-    for line in external_plan(exp, runnable):
+    for line in the_plan.external_lines():
         (log or (lambda _: None))(line)
     if not resume:
         try:
@@ -237,7 +203,7 @@ def run(exp: Experiment, *, data_root: Path | None = None, work_root: Path | Non
         ctx = _Context(exp, store, launcher, store.completed(), manifest.speed_probe, placer=placer)
         if design.fast_rounds is not None:   # a resumed run's fast level is read from its stored starts
             ctx.start_bests = store.start_bests(design.fast_rounds.metric, design.fast_rounds.fastest)
-        total = sum(len(u.conditions) for u in units) * len(exp.workloads) * design.iterations
+        total = the_plan.measurements
         # a sequential design's total (and ETA) is its cap: it usually stops before
         upto = f", stops when decided, at most {blocks} blocks" if design.sequential else ""
         bar = tqdm(total=total, desc=f"{exp.name} [{exp.profile}{upto}]", unit="meas",
@@ -303,7 +269,7 @@ def run(exp: Experiment, *, data_root: Path | None = None, work_root: Path | Non
 def _lock_externals(exp: Experiment, conds: list[Condition], launcher: Launcher) -> None:
     """Take each external target's named lock now, for the whole run (`Launcher`): a run refused
     there has created nothing, neither a run folder nor a schema, and drops nothing."""
-    for name in sorted({c.target for c in conds if exp.targets[c.target].kind == "external"}):
+    for name in sorted({c.target for c in conds if not exp.targets[c.target].local}):
         launcher.prepare(exp.targets[name], ServerOptions())
 
 
@@ -318,21 +284,6 @@ def _placer(exp: Experiment, conds: list[Condition], store: RunStore, log) -> Pl
     store.event("placement_unavailable", reason=placer.reason)
     (log or (lambda _: None))(f"servers start from their binaries, not a fresh copy per block: {placer.reason}")
     return None
-
-
-def _new_manifest(exp: Experiment, conds: list[Condition], units: list[Unit], skipped,
-                  work_root: Path | None = None) -> RunManifest:
-    return RunManifest.new(work_root=None if work_root is None else str(work_root),
-        experiment=exp.name, claim=exp.claim, profile=exp.profile, factors=[f.name for f in exp.factors],
-        params_file=exp.source, params=exp.document, seed=exp.design.seed, design=_design_dict(exp),
-        targets={n: t.public() for n, t in exp.targets.items()}, default_target=exp.default_target,
-        conditions=tuple({"id": c.id, "cell": c.cell, "target": c.target, "levels": dict(c.levels),
-                          "server": c.server.as_dict(),
-                          "workloads": {w.name: w.describe() for w in c.workloads}} for c in conds),
-        skipped_targets=skipped,
-        plan=tuple({"seq": u.seq, "block": u.block, "cell": u.cell,
-                    "conditions": [c.id for c in u.conditions]} for u in units),
-        provenance=provenance.collect(project_root()))
 
 
 def claim_work(work_root: Path, work: Path, run_id: str):
@@ -367,16 +318,6 @@ def _close_quietly(store: RunStore, status: str, exc: BaseException) -> None:
             pass
 
 
-def external_plan(exp: Experiment, conds: list[Condition]) -> list[str]:
-    """What a run will do to servers claimlab does not own, said before it starts."""
-    lines = []
-    for name in sorted({c.target for c in conds if not exp.targets[c.target].local}):
-        schemas = sorted({w.schema() for c in conds if c.target == name for w in c.workloads})
-        lines.append(f"target {name} (external): will create, use and finally drop schemas "
-                     f"{', '.join(schemas)}; nothing else is touched and no global variable is changed")
-    return lines
-
-
 def _drop_external_schemas(exp: Experiment, conds: list[Condition], store: RunStore) -> None:
     """On someone else's server, leave nothing behind but what was there: drop our schemas."""
     for name in sorted({c.target for c in conds if not exp.targets[c.target].local}):
@@ -386,18 +327,6 @@ def _drop_external_schemas(exp: Experiment, conds: list[Condition], store: RunSt
                 server.drop_schema(schema)
             except ClaimlabError as exc:
                 store.event("cleanup_failed", target=name, schema=schema, reason=str(exc))
-
-
-def _design_dict(exp: Experiment) -> dict:
-    d = exp.design
-    out = {k: getattr(d, k) for k in ("repetitions", "warmup", "iterations", "seed", "fresh_datadir",
-                                       "max_attempts", "target", "side_by_side", "starts_per_block",
-                                       "place_binary", "cpus")}
-    out["sequential"] = None if d.sequential is None else vars(d.sequential)
-    out["fast_rounds"] = None if d.fast_rounds is None else vars(d.fast_rounds)
-    out["timed_rounds"] = None if d.timed_rounds is None else vars(d.timed_rounds)
-    out["within_factors"] = list(within_factors(exp))
-    return out
 
 
 def _at_cap(should_stop, store: RunStore, blocks: int) -> None:

@@ -5,9 +5,11 @@ from collections import Counter
 
 import pytest
 
-from claimlab import params
+from claimlab import design, params
 from claimlab.design import conditions, round_order, schedule, unit_seed, within_factors
-from claimlab.errors import ConfigError
+from claimlab.errors import ConfigError, TargetUnavailable
+from claimlab.servers import MariaDB, MySQL
+from conftest import ROOT
 
 THREE = """
 claim: C2
@@ -174,3 +176,65 @@ def test_levels_override_workload_parameters(write_params):
 def test_unit_seed_positive_and_distinct():
     seeds = {unit_seed(20261122, seq, it) for seq in range(50) for it in range(5)}
     assert len(seeds) == 250 and min(seeds) > 0
+
+
+PLANNED = """
+claim: C2
+targets: {maria: {kind: mariadb}, my: {kind: mysql-debian}, gone: {kind: mariadb}}
+workloads: {scan: {kind: varchar_scan, rows: 10}}
+factors:
+  server:
+    maria: {target: maria}
+    my: {target: my}
+    gone: {target: gone}
+  collation:
+    general: {workloads: {scan: {collation: utf8mb4_general_ci}}}
+    uca: {workloads: {scan: {collation: uca_ai}}}
+    c0900: {workloads: {scan: {collation: utf8mb4_0900_ai_ci}}}
+design: {repetitions: 3, seed: 7}
+"""
+
+
+def _machine(target):
+    """What this test's machine runs: MariaDB 10.11 and MySQL 9.7; target `gone` is not here."""
+    if target.name == "gone":
+        raise TargetUnavailable(f"target {target.name}: mariadbd not found")
+    return MariaDB((10, 11, 19)) if target.kind == "mariadb" else MySQL((9, 7, 4))
+
+
+def test_a_plan_is_decided_before_any_server_starts(write_params):
+    planned = design.plan(params.load(write_params(PLANNED)), probe=_machine)
+    assert len(planned.declared) == 9
+    assert planned.skipped.keys() == {"gone", "server=maria,collation=c0900"}
+    assert "mariadbd not found" in planned.skipped["gone"] and "0900" in planned.skipped["server=maria,collation=c0900"]
+    spelled = {c.id: c.workloads[0].collation for c in planned.conditions}
+    assert spelled == {"server=maria,collation=general": "utf8mb4_general_ci",
+                       "server=maria,collation=uca": "utf8mb4_uca1400_ai_ci",
+                       "server=my,collation=general": "utf8mb4_general_ci",
+                       "server=my,collation=uca": "utf8mb4_0900_ai_ci",
+                       "server=my,collation=c0900": "utf8mb4_0900_ai_ci"}
+    assert planned.blocks == 3 and len(planned.units) == 3 * 2     # a block: one start per server
+    assert Counter(u.block for u in planned.units) == {0: 2, 1: 2, 2: 2}
+    assert planned.measurements == 3 * 5 * planned.experiment.design.iterations
+    m = planned.manifest
+    assert m.status == "running" and m.seed == 7 and m.skipped_targets == planned.skipped
+    assert [c["id"] for c in m.conditions] == [c.id for c in planned.declared]
+    assert [p["conditions"] for p in m.plan] == [[c.id for c in u.conditions] for u in planned.units]
+    again = design.plan(params.load(write_params(PLANNED)), probe=_machine)
+    assert again.units == planned.units and again.manifest.run_id != m.run_id   # same order, a new run
+
+
+def test_a_plan_of_a_params_name_reads_it_with_the_profile(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    smoke = design.plan("collation_cost", "smoke", probe=_machine)
+    assert smoke.experiment.profile == "smoke" and smoke.manifest.profile == "smoke"
+    assert design.plan("collation_cost", probe=_machine).experiment.profile == "quick"
+    with pytest.raises(ValueError, match="profile smoke, not full"):
+        design.plan(smoke.experiment, "full", probe=_machine)
+
+
+def test_a_plan_with_nothing_to_run_here_says_why(write_params):
+    exp = params.load(write_params(PLANNED.replace("maria: {kind: mariadb}", "maria: {kind: mariadb, binary: /x}")))
+    nothing = lambda target: (_ for _ in ()).throw(TargetUnavailable(f"target {target.name}: absent"))  # noqa: E731
+    with pytest.raises(TargetUnavailable, match="target gone: absent; target maria: absent; target my: absent"):
+        design.plan(exp, probe=nothing)
