@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import profiling
+from . import instructions, profiling
 from .errors import DataError, TargetUnavailable
 from .servers import Launcher, check_available
 from .store import load_manifest, sha256_file
@@ -86,8 +86,8 @@ def collect(name: str, run_dir: Path, *, target: str | None = None, levels: tupl
                                                Path(work) / "perf", seconds=seconds, names=names)
             profiles.append(prof)
             binaries[prof.binary] = names.build_id
-            if callgrind and profiling.countable(cond.workload):   # sysbench (C1): samples only
-                counts.append(profiling.count_instructions(launcher, cond.target, cond.options, cond.workload,
+            if callgrind and instructions.countable(cond.workload):   # sysbench (C1): samples only
+                counts.append(instructions.count_instructions(launcher, cond.target, cond.options, cond.workload,
                                                            cond.name, Path(work) / "callgrind"))
     for prof in profiles:
         (out / f"{prof.condition}.folded").write_text(prof.folded())
@@ -135,6 +135,6 @@ def load(run_dir: Path) -> Evidence:
                 stacks[stack] = int(count)
             profiles.append(profiling.Profile(f.removesuffix(".folded"), stacks, binary))
     instructions_file = out / "instructions.csv"
-    instructions = (pd.read_csv(instructions_file) if instructions_file.stat().st_size > 1
-                    else pd.DataFrame(columns=["condition", "per_row", "relative_spread"]))
-    return Evidence(tuple(profiles), instructions, meta)
+    counts = (pd.read_csv(instructions_file) if instructions_file.stat().st_size > 1
+              else pd.DataFrame(columns=["condition", "per_row", "relative_spread"]))
+    return Evidence(tuple(profiles), counts, meta)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from claimlab import profiling
+from claimlab import instructions, profiling
 from claimlab.servers import ServerOptions
 from claimlab.workloads import VarcharScan
 from conftest import pid_alive
@@ -31,7 +31,7 @@ def test_profile_names_known_server_functions_and_renders(launcher, default_targ
 def test_callgrind_counts_of_the_statements_thread_repeat_within_a_tenth_of_a_percent(launcher, default_target,
                                                                                      tmp_path):
     scan = VarcharScan(name="scan", rows=2_000, collation="utf8mb4_uca1400_ai_ci")
-    counts = profiling.count_instructions(launcher, default_target, ServerOptions(innodb_buffer_pool_size="64M"),
+    counts = instructions.count_instructions(launcher, default_target, ServerOptions(innodb_buffer_pool_size="64M"),
                                           scan, "uca1400", tmp_path / "cg", repeats=3)
     assert len(counts.counts) == len(counts.own) == 3
     # The statement's own thread repeats to ~0.05%; background threads' wake-ups (60k instructions,

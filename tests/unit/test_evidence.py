@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-from claimlab import evidence, profiling, report, store
+from claimlab import evidence, instructions, profiling, report, store
 from conftest import ROOT
 
 
@@ -35,11 +35,11 @@ def test_runs_profiled_before_threads_were_counted_apart_show_all_thread_counts_
 
 
 def test_a_statement_thread_counting_more_than_all_threads_is_refused():
-    statement = profiling.Statement("SELECT 1", rows=10)
-    counts = profiling.InstructionCounts("c", statement, counts=(1_000, 1_100), own=(900, 1_000), top=None)
+    statement = instructions.Statement("SELECT 1", rows=10)
+    counts = instructions.InstructionCounts("c", statement, counts=(1_000, 1_100), own=(900, 1_000), top=None)
     assert counts.own_per_row == 95 and counts.per_row == 105
     assert counts.own_spread == pytest.approx(100 / 950)
     with pytest.raises(profiling.ProfilingError, match="condition c"):
-        profiling.InstructionCounts("c", statement, counts=(1_000, 1_100), own=(900, 1_200), top=None)
+        instructions.InstructionCounts("c", statement, counts=(1_000, 1_100), own=(900, 1_200), top=None)
     with pytest.raises(profiling.ProfilingError, match="counted no instructions"):
-        profiling.InstructionCounts("c", statement, counts=(1_000,), own=(0,), top=None)
+        instructions.InstructionCounts("c", statement, counts=(1_000,), own=(0,), top=None)

@@ -60,12 +60,12 @@ def test_surprises_flag_a_step_that_made_it_slower():
 
 
 def test_only_one_statement_workloads_are_counted_by_callgrind():
-    from claimlab import profiling
-    kinds = {c.workload.kind: profiling.countable(c.workload) for name in ("charset_mismatch", "binlog_default")
+    from claimlab import instructions, profiling
+    kinds = {c.workload.kind: instructions.countable(c.workload) for name in ("charset_mismatch", "binlog_default")
              for c in profiling.conditions_of(name, "smoke", ROOT)}
     assert kinds == {"sysbench": False, "proc_insert_loop": True}
     for c in profiling.conditions_of("binlog_default", "smoke", ROOT):
-        assert profiling.statement_for(c.workload).rows == c.workload.rows
+        assert instructions.statement_for(c.workload).rows == c.workload.rows
 
 
 def test_conditions_on_servers_not_here_are_listed_not_fatal():

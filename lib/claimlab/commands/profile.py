@@ -33,7 +33,7 @@ def add_parser(sub) -> None:
 def main(args) -> int:
     import pandas as pd
 
-    from .. import profiling
+    from .. import instructions, profiling
     from ..servers import Launcher
     conditions = profiling.conditions_of(args.params, args.profile, target=args.target)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -52,7 +52,7 @@ def main(args) -> int:
                 drawn = "" if skipped else f", flame graph {profiling.flamegraph(prof, args.out / f'{c.name}.svg')}"
                 print(f"{c.name}: {prof.samples} samples{drawn}")
             if not args.no_callgrind:
-                ic = profiling.count_instructions(launcher, c.target, c.options, c.workload, c.name,
+                ic = instructions.count_instructions(launcher, c.target, c.options, c.workload, c.name,
                                                   Path(work) / "callgrind")
                 counts.append(ic)
                 print(f"{c.name}: {ic.own_per_row:,.0f} instructions per row in the statement's thread "
