@@ -52,6 +52,18 @@ class Metric:
 
 
 @dataclass(frozen=True)
+class Measurement:
+    """What one run of a workload measured, before it is placed in a run (`MeasurementRecord`)."""
+
+    metrics: tuple[Metric, ...]
+    intervals: tuple[dict, ...] = ()   # sysbench's per-interval report lines
+
+    def __post_init__(self):
+        if not self.metrics or not all(isinstance(m, Metric) for m in self.metrics):
+            raise ValueError("a measurement needs at least one Metric")
+
+
+@dataclass(frozen=True)
 class MeasurementRecord:
     """One stored measurement: where it ran, when, and every metric taken of it (one row each)."""
 

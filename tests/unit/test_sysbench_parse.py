@@ -3,7 +3,8 @@
 import pytest
 
 from claimlab.errors import WorkloadError
-from claimlab.workloads import Sysbench, interleaved, parse_interleaved, parse_sysbench
+from claimlab.sysbench_report import parse_interleaved, parse_sysbench
+from claimlab.workloads import Sysbench, interleaved
 from conftest import FIXTURES
 
 
