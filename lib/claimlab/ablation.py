@@ -43,6 +43,8 @@ from .errors import ConfigError, DataError
 from .params import Design, Experiment, Factor, Level
 from .schema import LEVEL_RE, NAME_RE, Model, Name, check_name, fail, read_yaml, show, validate
 from .servers import ServerOptions, TargetSpec
+from .target_params import ServerOptionsIn
+from .target_params import target as target_spec
 
 FACTOR = "step"
 OPTION_FIELDS = tuple(name for name in ServerOptions.__dataclass_fields__ if name != "extra")
@@ -170,8 +172,8 @@ class AblationFile(Model):
     description: str = ""
     targets: dict[Name, dict[str, Any]] = {"mariadb": {"kind": "mariadb"}}
     workloads: dict[Name, dict[str, Any]]
-    slow: params_mod.ServerOptionsIn
-    fast: params_mod.ServerOptionsIn
+    slow: ServerOptionsIn
+    fast: ServerOptionsIn
     order: list[str] = []
     metric: Name = "elapsed_s"
     design: params_mod.DesignIn = params_mod.DesignIn()
@@ -194,7 +196,7 @@ def load(path: str | Path, profile: str = "quick", target_name: str | None = Non
     document = read_yaml(path)
     doc = validate(AblationFile, document, source)
     name = check_name(path.stem, source, "(file name)")
-    targets = {tname: params_mod.target(tname, tdata, source, f"targets.{tname}")
+    targets = {tname: target_spec(tname, tdata, source, f"targets.{tname}")
                for tname, tdata in doc.targets.items()}
     if target_name is not None and target_name not in targets:
         raise ConfigError(source, "targets", f"no target named {show(target_name)} (it has: {', '.join(targets)})")

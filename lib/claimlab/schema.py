@@ -267,3 +267,20 @@ def _message(error: dict, ctx: dict) -> str:
         return " ".join(ctx["message"].split())
     return cap(error["msg"])
 
+
+def built(build):
+    """Build a record whose own checks raise ValueError("field: message"); place the error there."""
+    try:
+        return build()
+    except ValueError as exc:
+        text = cap(str(exc), 300)        # records quote the refused value at any length
+        field, sep, message = text.partition(": ")
+        if sep and " " not in field:
+            raise fail(message, field) from None
+        first = text.split()[0]
+        raise fail(text, first if first.isidentifier() else None) from None
+
+
+def number_text(value: Any) -> Any:
+    """A version or level written as a YAML number (8.0, 57) read as the text it stands for."""
+    return str(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else value

@@ -4,7 +4,7 @@ import dataclasses
 
 import pytest
 
-from claimlab import ablation, design, params, records, schema
+from claimlab import ablation, design, params, records, schema, target_params
 from claimlab import workloads as wl
 from claimlab.design import conditions
 from claimlab.errors import ConfigError
@@ -216,7 +216,7 @@ def test_factor_named_like_any_results_column_is_refused(write_params, column):
 
 
 def test_every_target_kind_has_a_model():
-    assert set(params.TARGET_MODELS) == set(KINDS)
+    assert set(target_params.TARGET_MODELS) == set(KINDS)
 
 
 def test_every_integer_workload_parameter_is_bounded():

@@ -65,7 +65,7 @@ def _option_sets(pairs: list[str], source: str):
     field, `extra` otherwise; validated like a params file."""
     import yaml
 
-    from ..params import ServerOptionsIn, server_options
+    from ..target_params import ServerOptionsIn, server_options
     known = set(ServerOptionsIn.model_fields) - {"extra"}
     values: dict = {"extra": {}}
     for pair in pairs:
