@@ -105,7 +105,7 @@ def preload(exp: Experiment, *, work_root=None, log=None) -> list[Preloaded]:
 
 def _make(server, group) -> float:
     """Start (initialising), load every condition's tables, stop cleanly: seconds initialising
-    and loading, the runner's measure of what a directory is worth (`runner._run_unit`)."""
+    and loading, the runner's measure of what a directory is worth (`units.run_unit`)."""
     try:
         server.start()
         began = time.monotonic()

@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from claimlab import accounting, params, runner, witness
+from claimlab import accounting, params, runner, units, witness
 from claimlab.errors import SettingsMismatch, WorkloadError
 from claimlab.store import RunStore, read_jsonl, read_manifest, read_results
 from conftest import run_cli
@@ -184,7 +184,7 @@ def test_every_exception_closes_the_run(tmp_path, write_params, mariadbd, monkey
 def test_setting_mismatch_is_not_retried(tmp_path, write_params, mariadbd, monkeypatch):
     def mismatch(requested, facts, target):
         raise SettingsMismatch(f"target {target}: log_bin requested ON, server reports OFF")
-    monkeypatch.setattr(runner, "verify_settings", mismatch)
+    monkeypatch.setattr(units, "verify_settings", mismatch)
     with pytest.raises(SettingsMismatch):
         runner.run(params.load(write_params(EXP)), data_root=tmp_path / "raw", work_root=tmp_path / "work",
                    progress=False)

@@ -303,7 +303,7 @@ def test_a_look_runs_beside_the_next_start_and_sees_complete_blocks_only(tmp_pat
     # The look is taken in a thread while the next block's first server starts; it must see every
     # complete block and nothing of the one starting, and a "stop" must leave that block unmeasured.
     # With many looks left before the cap the start waits for the answer about a twentieth of a start's
-    # cost at most (runner.look_wait), so the 0.3 s look below answers beside the start.
+    # cost at most (looks.look_wait), so the 0.3 s look below answers beside the start.
     exp = _sequential(write_params, "{min_blocks: 2, max_blocks: 20, target_rel_width: 0.5}")
     seen = []
 

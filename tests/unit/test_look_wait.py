@@ -1,10 +1,10 @@
-"""How long a block's start waits for the sequential look taken before it (runner.look_wait): the
+"""How long a block's start waits for the sequential look taken before it (looks.look_wait): the
 start's cost at the chance that this look stops the run, even over the looks left and the cap;
-and the wait itself (`_Look.answered`)."""
+and the wait itself (`Look.answered`)."""
 
 import pytest
 
-from claimlab.runner import look_wait
+from claimlab.looks import look_wait
 
 
 def test_nothing_known_or_nothing_left_waits_nothing():
@@ -31,19 +31,19 @@ class _Signalled(Exception):
 
 
 def test_a_look_answers_in_time_or_not_a_failed_one_is_answered_and_an_interrupt_goes_on_up(tmp_path):
-    """`_Look.answered` waits for the look without swallowing what interrupts the wait: a signal
+    """`Look.answered` waits for the look without swallowing what interrupts the wait: a signal
     turned into an exception (as `signals_raise` does) must reach the run loop."""
     import os
     import signal
     import threading
 
+    from claimlab.looks import Look
     from claimlab.records import RunManifest
-    from claimlab.runner import _Look
     from claimlab.store import RunStore
 
     store = RunStore.create(tmp_path, RunManifest.new(experiment="exp", claim="C2", profile="quick", factors=[]))
     release = threading.Event()
-    look = _Look(lambda results: release.wait(30) and (True, "decided"), store, 4)
+    look = Look(lambda results: release.wait(30) and (True, "decided"), store, 4)
     assert not look.answered(0.05)
 
     def raise_it(*_):
@@ -58,7 +58,7 @@ def test_a_look_answers_in_time_or_not_a_failed_one_is_answered_and_an_interrupt
         signal.signal(signal.SIGUSR1, previous)
     release.set()
     assert look.answered(20) and look.stop()
-    failed = _Look(lambda results: 1 / 0, store, 4)
+    failed = Look(lambda results: 1 / 0, store, 4)
     assert failed.answered(20)
     with pytest.raises(ZeroDivisionError):
         failed.stop()

@@ -4,7 +4,7 @@ once the speed probe is calibrated, one after the other in that order while its 
 import threading
 from types import SimpleNamespace
 
-from claimlab.runner import _warm_up
+from claimlab.rounds import warm_up
 
 
 def _calls(log: list, meet: threading.Barrier | None = None) -> list:
@@ -25,7 +25,7 @@ def _calls(log: list, meet: threading.Barrier | None = None) -> list:
 
 def test_side_by_side_each_server_warms_up_in_a_thread_of_its_own_in_its_order():
     log = []
-    seconds = _warm_up(_calls(log, threading.Barrier(2, timeout=10)))   # both first calls at once
+    seconds = warm_up(_calls(log, threading.Barrier(2, timeout=10)))   # both first calls at once
     assert len(seconds) == 6 and all(s >= 0 for s in seconds)
     threads = {r: {t for rr, _, t in log if rr == r} for r in (0, 1)}
     assert all(len(t) == 1 for t in threads.values()) and threads[0] != threads[1]
@@ -35,6 +35,6 @@ def test_side_by_side_each_server_warms_up_in_a_thread_of_its_own_in_its_order()
 
 def test_while_calibrating_every_call_runs_in_the_callers_thread_in_the_recorded_order():
     log = []
-    assert len(_warm_up(_calls(log), side_by_side=False)) == 6
+    assert len(warm_up(_calls(log), side_by_side=False)) == 6
     assert {t for *_, t in log} == {threading.get_ident()}
     assert [(r, i) for r, i, _ in log] == [(0, 0), (1, 1), (1, 2), (0, 3), (0, 4), (1, 5)]

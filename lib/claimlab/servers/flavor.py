@@ -82,7 +82,7 @@ class Flavor:
     @property
     def slow_shutdown(self) -> bool:
         """A clean shutdown that mostly waits (see MySQL.slow_shutdown); the runner hides it
-        behind the next server's start (runner._Stopping)."""
+        behind the next server's start (units.Stopping)."""
         return False
 
     # -- option files and initialisation ---------------------------------------------------
