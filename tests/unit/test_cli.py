@@ -17,6 +17,7 @@ import pytest
 
 from claimlab import cli, narrative, records, report, store
 from claimlab import params as params_mod
+from claimlab.commands import analyze as analyze_cmd
 from claimlab.errors import ClaimlabError
 from conftest import ROOT
 
@@ -169,11 +170,17 @@ def _published(experiment: str) -> list[str]:
     return report.published_runs(ROOT)[experiment]
 
 
-def test_two_targets_on_one_server_are_told_apart_by_name(capsys):
-    # SHIPPED_C1 names its target `default`, the published run `mariadb`: both MariaDB 10.11.19.
-    assert cli.main(["analyze", _published("charset_mismatch")[0], SHIPPED_C1]) == 0
-    out = capsys.readouterr().out
-    assert "MariaDB 10.11.19 (target default)" in out and "MariaDB 10.11.19 (target mariadb)" in out
+def test_two_targets_on_one_server_are_told_apart_by_name():
+    # runs of two params files, one naming its MariaDB target `default`, the other `mariadb`
+    row = dict(claim="C1", comparison="mismatch_vs_latin1", server_version="10.11.19-MariaDB-0+deb12u1",
+               estimate=0.874, ci_low=0.838, ci_high=0.912, published_ratio=0.7509, verdict="supported",
+               verdict_label="supported", rerun_chance=0.99, edge_label="")
+    header, default, mariadb = analyze_cmd._table_lines([{**row, "target": "default"}, {**row, "target": "mariadb"}])
+    at = header.index("SERVER")
+    assert default[at:].startswith("MariaDB 10.11.19 (target default) ")
+    assert mariadb[at:].startswith("MariaDB 10.11.19 (target mariadb) ")
+    (line,) = analyze_cmd._table_lines([{**row, "target": "mariadb"}])[1:]
+    assert line[at:].startswith("MariaDB 10.11.19 ") and "(target" not in line
 
 
 def test_analyze_names_the_server_on_every_line_and_prints_no_nan(capsys):
@@ -224,5 +231,7 @@ def test_runs_shows_the_server_marks_published_runs_and_filters(capsys, monkeypa
     assert "mysql: MySQL 9.7.4" in rows[0] and rows[0][header.index("PUBLISHED")] == "*"
     assert cli.main(["runs", "--experiment", "charset_mismatch", "--server", "mariadb", "--format", "csv"]) == 0
     table = pd.read_csv(io.StringIO(capsys.readouterr().out))
-    assert SHIPPED_C1 in set(table["run_id"]) and not table.loc[table["run_id"] == SHIPPED_C1, "published"].item()
+    earlier = set(report.published_runs(ROOT, report.EARLIER_RUNS)["charset_mismatch"])
+    assert _published("charset_mismatch")[0] in set(table["run_id"]) and earlier & set(table["run_id"])
+    assert (table["published"] == table["run_id"].isin(published)).all() and not table["published"].all()
     assert table["server"].str.contains("MariaDB").all() and set(table["experiment"]) == {"charset_mismatch"}
