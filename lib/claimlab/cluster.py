@@ -44,7 +44,8 @@ from typing import Callable
 
 from .errors import ClaimlabError, DataError
 from .records import now
-from .store import RESERVE, WRITER_LOCK, WRITTEN, load_manifest, read_jsonl, run_state, runs_root
+from .store import load_manifest, read_jsonl, run_state, runs_root
+from .writer import RESERVE, WRITER_LOCK, WRITTEN
 
 RESOURCE = "host"
 TOPIC = "claimlab-started"    # a Dask event per task start: which lost tasks were measuring
@@ -186,7 +187,7 @@ def _stamp_host(path: Path, name: str) -> None:
     """The host's identity in the manifest: the worker's name beside the processor, cores and
     kernel the runner recorded, and the server builds the run's starts reported. The manifest is
     not among the checksummed files, so this changes no checksum."""
-    from .store import RunStore, lock_writer
+    from .writer import RunStore, lock_writer
     manifest = load_manifest(path)
     builds = sorted({f"{r.get('target')}: {r.get('version')}" for r in read_jsonl(path / "servers.jsonl")})
     host = dict(manifest.provenance.get("host", {})) | {"worker_name": name, "server_builds": builds}
@@ -332,7 +333,7 @@ class Journal:
         self.path = data_root / JOURNAL_DIR / f"{session}.jsonl"
 
     def write(self, event: str, job: Job | None = None, **fields) -> None:
-        from .store import _append
+        from .writer import _append
         self.path.parent.mkdir(parents=True, exist_ok=True)
         where = {"experiment": job.experiment, "target": job.target, "host": job.host,
                  "profile": job.profile, "key": job.key} if job else {}

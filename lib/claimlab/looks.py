@@ -8,7 +8,8 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import wait as futures_wait
 
-from .store import RunStore, read_results
+from .store import read_results
+from .writer import RunStore
 
 
 def at_cap(should_stop, store: RunStore, blocks: int) -> None:

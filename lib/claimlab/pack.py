@@ -30,17 +30,8 @@ from typing import TYPE_CHECKING
 
 from .errors import DataError
 from .records import RunManifest, now
-from .store import (
-    RunStore,
-    _read_csv,
-    _write_atomic,
-    find_run,
-    load_manifest,
-    project_root,
-    raw_root,
-    run_state,
-    sha256_file,
-)
+from .store import _read_csv, find_run, load_manifest, project_root, raw_root, run_state, sha256_file
+from .writer import RunStore, _write_atomic
 
 if TYPE_CHECKING:
     import pandas as pd

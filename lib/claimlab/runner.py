@@ -48,17 +48,9 @@ from .servers import (
     stop_all,
 )
 from .servers.reaper import mark
-from .store import (
-    RunStore,
-    find_run,
-    load_manifest,
-    lock_writer,
-    project_root,
-    run_state,
-    runs_root,
-    unwritten,
-)
+from .store import find_run, load_manifest, project_root, run_state, runs_root
 from .units import Context, Phases, draw_ahead, run_unit
+from .writer import RunStore, lock_writer, unwritten
 
 __all__ = ["run", "RunOutcome", "Interrupted", "signals_raise"]
 

@@ -19,7 +19,7 @@ from .params import Experiment
 from .records import now
 from .rounds import run_workload
 from .servers import Launcher, Placer, stop_all, verify_settings
-from .store import RunStore
+from .writer import RunStore
 
 
 @dataclass

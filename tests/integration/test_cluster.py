@@ -33,7 +33,8 @@ from claimlab.errors import ClaimlabError
 from claimlab.records import RunManifest
 from claimlab.report import analyze_runs
 from claimlab.servers import reap
-from claimlab.store import RunStore, read_results
+from claimlab.store import read_results
+from claimlab.writer import RunStore
 from conftest import ROOT, run_cli
 
 DASK = str(Path(sys.executable).with_name("dask"))

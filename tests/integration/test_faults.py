@@ -19,7 +19,8 @@ import pytest
 from claimlab import datacache, params, runner
 from claimlab.errors import DataError
 from claimlab.servers import Launcher, ServerOptions, TargetSpec, reaper
-from claimlab.store import RunStore, read_manifest, read_results
+from claimlab.store import read_manifest, read_results
+from claimlab.writer import RunStore
 from conftest import ROOT, pid_alive, query, run_cli
 
 SCAN = """

@@ -10,7 +10,8 @@ import pytest
 
 from claimlab import accounting, params, runner, units, witness
 from claimlab.errors import SettingsMismatch, WorkloadError
-from claimlab.store import RunStore, read_jsonl, read_manifest, read_results
+from claimlab.store import read_jsonl, read_manifest, read_results
+from claimlab.writer import RunStore
 from conftest import run_cli
 
 EXP = """

@@ -10,7 +10,8 @@ import pandas as pd
 
 from claimlab import params, runner, stats
 from claimlab.claims import load_claims
-from claimlab.store import RunStore, read_results
+from claimlab.store import read_results
+from claimlab.writer import RunStore
 from conftest import ROOT, pid_alive
 
 EXP = """

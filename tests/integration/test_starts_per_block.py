@@ -10,7 +10,8 @@ import pandas as pd
 from claimlab import datacache, params, runner
 from claimlab.servers import placement
 from claimlab.stats.observations import block_log_ratios
-from claimlab.store import RunStore, read_jsonl, read_results
+from claimlab.store import read_jsonl, read_results
+from claimlab.writer import RunStore
 from conftest import C2_TWO_COLLATIONS, looks_that_go_on, pid_alive
 
 EXP = C2_TWO_COLLATIONS + """design: {{repetitions: {repetitions}, warmup: 1, iterations: 4, starts_per_block: 2}}

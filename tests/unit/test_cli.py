@@ -15,7 +15,7 @@ import sys
 import pandas as pd
 import pytest
 
-from claimlab import cli, narrative, records, report, store
+from claimlab import cli, narrative, records, report, store, writer
 from claimlab import params as params_mod
 from claimlab.commands import analyze as analyze_cmd
 from claimlab.errors import ClaimlabError
@@ -68,8 +68,8 @@ def _manifest(experiment: str):
 def test_new_runs_go_to_the_ignored_runs_directory_and_readers_look_in_both(tmp_path, monkeypatch):
     monkeypatch.setenv("CLAIMLAB_ROOT", str(tmp_path))
     assert store.runs_root() == tmp_path / "runs" and store.raw_root() == tmp_path / "data" / "raw"
-    shipped = store.RunStore.create(store.raw_root(), _manifest("exp"))
-    new = store.RunStore.create(store.runs_root(), _manifest("exp"))
+    shipped = writer.RunStore.create(store.raw_root(), _manifest("exp"))
+    new = writer.RunStore.create(store.runs_root(), _manifest("exp"))
     assert store.find_run(shipped.run_id) == shipped.path and store.find_run(new.run_id) == new.path
     assert {r["run_id"] for r in store.list_runs()} == {shipped.run_id, new.run_id}
     ignored = (ROOT / ".gitignore").read_text().split()

@@ -8,7 +8,7 @@ import time
 import pandas as pd
 import pytest
 
-from claimlab import ablation, campaign, records, report, store, variables
+from claimlab import ablation, campaign, records, report, store, variables, writer
 from claimlab.errors import DataError
 from conftest import ROOT
 
@@ -37,13 +37,13 @@ def test_stored_run_reads_the_newest_complete_run(tmp_path, monkeypatch):
     abl = ablation.load(ROOT / "params" / "ablation" / "binlog_hunt.yaml", "smoke")
     with pytest.raises(DataError, match="run `claimlab ablate binlog_hunt` first"):
         ablation.stored_run(abl)
-    older = store.RunStore.create(store.runs_root(), _manifest())
+    older = writer.RunStore.create(store.runs_root(), _manifest())
     older.finish("complete")
     time.sleep(0.01)
-    newer = store.RunStore.create(store.runs_root(), _manifest())
+    newer = writer.RunStore.create(store.runs_root(), _manifest())
     newer.finish("complete")
     time.sleep(0.01)
-    store.RunStore.create(store.runs_root(), _manifest())   # still running
+    writer.RunStore.create(store.runs_root(), _manifest())   # still running
     assert ablation.stored_run(abl) == newer.path
     assert ablation.stored_run(abl, older.run_id) == older.path
     assert ablation.condition_id("slow") == "step=slow"

@@ -39,7 +39,7 @@ def test_a_look_answers_in_time_or_not_a_failed_one_is_answered_and_an_interrupt
 
     from claimlab.looks import Look
     from claimlab.records import RunManifest
-    from claimlab.store import RunStore
+    from claimlab.writer import RunStore
 
     store = RunStore.create(tmp_path, RunManifest.new(experiment="exp", claim="C2", profile="quick", factors=[]))
     release = threading.Event()

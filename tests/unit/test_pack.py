@@ -25,7 +25,6 @@ from claimlab.pack import (
     pack,
 )
 from claimlab.store import (
-    RunStore,
     _read_csv,
     load_manifest,
     read_intervals,
@@ -35,6 +34,7 @@ from claimlab.store import (
     sha256_file,
     verify,
 )
+from claimlab.writer import RunStore
 from conftest import ROOT
 
 SHIPPED_RUNS = ROOT / "data" / "raw" / "charset_mismatch"

@@ -11,7 +11,8 @@ import pytest
 from claimlab import params
 from claimlab.errors import ConfigError, DataError
 from claimlab.records import MeasurementRecord, Metric, RunManifest
-from claimlab.store import RunStore, find_run, read_results
+from claimlab.store import find_run, read_results
+from claimlab.writer import RunStore
 from conftest import ROOT, run_cli
 
 BASE = (ROOT / "params" / "binlog_default.yaml").read_text()
@@ -156,7 +157,7 @@ def test_a_second_writer_of_one_run_is_refused(tmp_path):
 def test_what_a_killed_writer_wrote_is_checked_like_checksums(tmp_path):
     """A run killed (SIGKILL) before it could write its checksums: every append was recorded as
     it was made, so an edit, a cut or an added line is found; a torn last line is not an edit."""
-    from claimlab.store import unwritten
+    from claimlab.writer import unwritten
     store = _store(tmp_path)
     store.append(_record(store))
     store.append(_record(store, iteration=1))
@@ -177,7 +178,7 @@ def test_what_a_killed_writer_wrote_is_checked_like_checksums(tmp_path):
 def test_a_resumed_writer_records_what_earlier_sessions_wrote(tmp_path):
     """Killed right after a resume began: the files of the earlier sessions, untouched since,
     are as recorded, not 'changed'."""
-    from claimlab.store import unwritten
+    from claimlab.writer import unwritten
     store = _store(tmp_path)
     store.append(_record(store))
     store.finish("interrupted")

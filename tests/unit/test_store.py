@@ -6,16 +6,8 @@ import pytest
 
 from claimlab.errors import DataError
 from claimlab.records import RESERVED_COLUMNS, MeasurementRecord, Metric, RunManifest
-from claimlab.store import (
-    RunStore,
-    find_run,
-    list_runs,
-    read_jsonl,
-    read_manifest,
-    read_results,
-    run_state,
-    verify,
-)
+from claimlab.store import find_run, list_runs, read_jsonl, read_manifest, read_results, run_state, verify
+from claimlab.writer import RunStore
 
 
 def _row(store, condition="binlog=on", repetition=0, iteration=0, metrics=(("elapsed_s", 1.0),),
