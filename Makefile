@@ -7,6 +7,12 @@ PROFILE ?= quick
 OS_PACKAGES := mariadb-server sysbench chromium chromium-driver linux-perf valgrind patchelf debian-archive-keyring \
                fonts-noto-cjk
 PYTEST_ARGS ?=
+# MySQL 5.7 and 8.0 come as generic Linux tarballs from a mirror (CLAIMLAB_MYSQL_MIRROR: a folder or
+# URL with a SHA256SUMS; default MySQL's own site). Where a mirror sits beside the clone, it is used.
+MYSQL_MIRROR_DIR := $(abspath ../shared/mysql-mirror)
+ifneq ($(wildcard $(MYSQL_MIRROR_DIR)/SHA256SUMS),)
+export CLAIMLAB_MYSQL_MIRROR ?= file://$(MYSQL_MIRROR_DIR)
+endif
 # The suite runs in three worker processes (pytest-xdist), each taking whole modules so that a
 # module's fixtures are built once: its tests mostly start servers and wait on them, so three
 # workers keep two vCPUs busy. TEST_WORKERS=0 runs it in one process.

@@ -61,6 +61,8 @@ def table(run_dirs: list[Path], normal_only: bool = False) -> pd.DataFrame:
         rule = StopRule.of_manifest(manifest)
         result = stats.analyze(read_results(run_dir), claim, stop_rule=rule, normal_only=normal_only)
         for row in result.itertuples(index=False):
+            if row.verdict == "not_tested" and not row.target:
+                continue    # its conditions ran on no target of this run: not a hypothesis of it
             rows.append({"run_id": manifest["run_id"], "processor": cpu_label(manifest["provenance"]["host"]),
                          "profile": manifest["profile"], "claim": claim.id,
                          "comparison": row.comparison, "target": row.target, "estimate": row.estimate,

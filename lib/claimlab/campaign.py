@@ -72,7 +72,7 @@ def plan(experiments: Iterable[str] | None, profile: str, targets: Iterable[str]
 
 
 def measure(experiments: Iterable[str] | None = None, *, profile: str = "quick",
-            targets: Iterable[str] = ("mariadb", "mysql"), data_dir: Path | None = None,
+            targets: Iterable[str] = params_mod.REPORT_TARGETS, data_dir: Path | None = None,
             cpu_evidence: bool = False, investigations: bool = True, progress: bool = True,
             log=print) -> Runs:
     """Run every step of `plan` in turn and return the run ids to render. Progress goes to

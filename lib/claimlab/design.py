@@ -308,7 +308,8 @@ def _manifest(exp: Experiment, conds: list[Condition], units: list[Unit], skippe
         skipped_targets=skipped,
         plan=tuple({"seq": u.seq, "block": u.block, "cell": u.cell,
                     "conditions": [c.id for c in u.conditions]} for u in units),
-        provenance=provenance.collect(project_root()))
+        provenance=provenance.collect(project_root(), provenance.server_programs(
+            {n: exp.targets[n] for n in {c.target for c in conds}}, skipped)))
 
 
 def _design_dict(exp: Experiment) -> dict:

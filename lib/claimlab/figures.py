@@ -160,8 +160,10 @@ def run_order(results: pd.DataFrame, metric: str | None = None) -> plt.Figure:
     name = series if len(conditions) > len(PALETTE) else narrative.level_words
     data = data.assign(series=data["condition"].map(name))
     order = list(dict.fromkeys(name(c) for c in conditions))
-    colours = dict(zip(order, PALETTE))
-    markers = dict(zip(order, MARKERS))
+    # Past seven series that are not an ablation's steps (C3's versions side by side), colours
+    # repeat, each time with the next marker, so no two series share both.
+    colours = {s: PALETTE[i % len(PALETTE)] for i, s in enumerate(order)}
+    markers = {s: MARKERS[(i + i // len(MARKERS)) % len(MARKERS)] for i, s in enumerate(order)}
     panels = data[["server", "workload"]].drop_duplicates().sort_values(["workload", "server"]).values.tolist()
     servers = data["server"].nunique()
     fig, axes = plt.subplots(len(panels), 1, figsize=(10, 2.8 * len(panels)), squeeze=False)

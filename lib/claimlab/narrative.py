@@ -293,8 +293,9 @@ def card_html(row, claim_family: str = "mysql", workload: bool | set = False) ->
         flagged_text += (f"; fast state: {fast:.0%} of the values"
                          + (" — a slow hour, see the note" if fast < SLOW_HOUR else ""))
     if not _missing(row.get("side_state_p")) and row["side_state_p"] < SIDE_ALPHA:
+        bound = row.get("side_bias_bound")     # NaN in the table is None in a summary's JSON
         flagged_text += (f"; a slow state on one side (p = {row['side_state_p']:.2g}): the estimate may be "
-                         f"biased by up to {row['side_bias_bound']:.1%}, see the note")
+                         + ("biased" if _missing(bound) else f"biased by up to {bound:.1%}") + ", see the note")
     counts = (f"{html.escape(flagged_text)}. {_count(row.get('n_blocks'))} server starts, "
               f"{_count(row.get('n_runs'))} run(s)." if server else "")
     size = size_relation(row)

@@ -11,6 +11,8 @@
         "off": {server: {log_bin: false}}
         "on":  {server: {log_bin: true, sync_binlog: 1}}
     design: {repetitions: 5, warmup: 1, iterations: 3, seed: 20261122}
+    levels_for:                    # per default target, the levels its runs keep (default: all)
+      mariadb: {binlog: ["on"]}    # e.g. levels pinned to other targets run with one target only
     profiles:                      # smoke | quick | full override design, workloads and levels
       smoke: {design: {repetitions: 2}, workloads: {insert_loop: {rows: 100}}}
       # also `levels: {binlog: ["on"]}` (the levels kept), `measure: [insert_loop]` (the
@@ -73,6 +75,11 @@ class Design:
     cpus: tuple[int, ...] | None = None   # the vCPUs its servers and their load generator share (None: all)
 
 
+# The servers `make report` runs every claim on, where each can run here: MariaDB and MySQL 9.7
+# from the OS's archives, MySQL 5.7 and 8.0 from tarballs (a mirror's, servers.tarball).
+REPORT_TARGETS = ("mariadb", "mysql", "mysql57", "mysql80")
+
+
 @dataclass(frozen=True)
 class Experiment:
     """A params file resolved for one profile: everything the runner needs, nothing secret."""
@@ -89,6 +96,8 @@ class Experiment:
     document: dict  # the file as loaded, for the manifest
     # the design of runs whose default target is the key: the profile's, or its `design_for`
     target_designs: dict[str, Design] = field(default_factory=dict)
+    # the factors of runs whose default target is the key, where `levels_for` restricts them
+    target_factors: dict[str, tuple[Factor, ...]] = field(default_factory=dict)
 
     @property
     def default_target(self) -> str:
@@ -282,6 +291,7 @@ class ParamsFile(Model):
     workloads: dict[Name, dict[str, Any]]
     factors: dict[Name, dict[LevelName, Annotated[LevelIn, BeforeValidator(_empty_level)]]] = {}
     design: DesignIn = DesignIn()
+    levels_for: dict[Name, dict[Name, list[Annotated[str, BeforeValidator(number_text)]]]] = {}
     profiles: ProfilesIn = ProfilesIn()
 
     @model_validator(mode="after")
@@ -331,10 +341,25 @@ def load(path: str | Path, profile: str = "quick") -> Experiment:
             target_designs[tname] = over.applied(design, targets, source, at)
     overridden = set(target_designs)
     target_designs = {tname: target_designs.get(tname, design) for tname in targets}
+    # every target's factors, so that binding another default target never keeps a restriction
+    target_factors = {tname: tuple(factors) for tname in targets}
+    for tname, keep in doc.levels_for.items():
+        at = f"levels_for.{tname}"
+        if tname not in targets:
+            raise ConfigError(source, at, f"no target named {show(tname)}")
+        declared = [_factor(f, levels, targets, workloads, source) for f, levels in doc.factors.items()]
+        _restrict_levels(keep, declared, source, at)     # every name declared (a profile may drop some)
+        kept = _restrict_levels({f: [lv for lv in names if any(x.name == lv for fac in factors
+                                                                 if fac.name == f for x in fac.levels)]
+                                 for f, names in keep.items()}, factors, source, at)
+        if any(not fac.levels for fac in kept):
+            raise ConfigError(source, at, f"keeps no level of a factor in profile {profile}")
+        target_factors[tname] = tuple(kept)
+        overridden.add(tname)
     experiment = Experiment(source=source, name=name, claim=doc.claim, description=doc.description,
                             profile=profile, targets=targets, workloads=tuple(workloads.values()),
                             factors=tuple(factors), design=design, document=document,
-                            target_designs=target_designs)
+                            target_designs=target_designs, target_factors=target_factors)
     if experiment.default_target in overridden:
         experiment = with_default_target(experiment, experiment.default_target, source)
     return experiment   # combinations of levels are checked by design.conditions (validate, run)
@@ -346,7 +371,8 @@ def with_default_target(exp: Experiment, name: str, source: str) -> Experiment:
     if name not in exp.targets:
         raise ConfigError(source, "", f"{exp.source} declares no target {name!r} "
                                       f"(it has: {', '.join(exp.targets)})")
-    return replace(exp, design=replace(exp.target_designs.get(name, exp.design), target=name))
+    return replace(exp, design=replace(exp.target_designs.get(name, exp.design), target=name),
+                   factors=exp.target_factors.get(name, exp.factors))
 
 
 def _factor(name: str, levels: dict[str, LevelIn], targets: dict, workloads: dict, source: str) -> Factor:

@@ -126,11 +126,27 @@ def _os_release() -> str | None:
     return None
 
 
-def collect(root: Path) -> dict:
-    return {
+def server_programs(targets: dict, skipped: dict | None = None) -> dict[str, dict]:
+    """Per local target that runs: its version, where its program came from (vendor tarball,
+    source build, Debian or OS package) and the archive's sha256. Two builds can report one
+    version (a patched fork of 8.0.40 says 8.0.40), so the version alone does not name what ran."""
+    from .servers import installation
+    out = {}
+    for name, spec in targets.items():
+        if not spec.local or name in (skipped or {}):
+            continue
+        out[name] = installation(spec, download=False).provenance()
+    return out
+
+
+def collect(root: Path, servers: dict[str, dict] | None = None) -> dict:
+    out = {
         "git": git_commit(root),
         "packages": package_versions(),
         "connector_implementation": connector_implementation(),
         "sysbench": tool_version("sysbench", "--version"),
         "host": host_facts(),
     }
+    if servers is not None:
+        out["servers"] = servers
+    return out

@@ -384,8 +384,11 @@ def resolve_runs(experiment: str, run_ids: list[str] | None, *, data_root: Path 
 
 def chosen_targets(exp: params_mod.Experiment, targets: Iterable[str]) -> list[str]:
     """The targets of `targets` that `exp` declares, or its default when it declares none of
-    them (a params file of your own may name other targets)."""
-    return [t for t in targets if t in exp.targets] or [exp.default_target]
+    them (a params file of your own may name other targets). A target a factor's level names is
+    a level of the design, measured in the runs on the others, not a server to run it all on."""
+    pinned = {lv.target for factors in (exp.factors, *exp.target_factors.values())
+              for fac in factors for lv in fac.levels if lv.target}
+    return [t for t in targets if t in exp.targets and t not in pinned] or [exp.default_target]
 
 
 def check_targets(exps: dict[str, params_mod.Experiment], targets: Iterable[str], option: str = "--targets") -> None:

@@ -93,6 +93,7 @@ class TarballTarget(_LocalTarget):
     sha256: Annotated[str, Field(pattern=r"^[0-9a-fA-F]{64}$")] | None = None
     md5: Annotated[str, Field(pattern=r"^[0-9a-fA-F]{32}$")] | None = None
     mirror: Annotated[str, Field(pattern=r"^(https?|file)://\S+$")] | None = None   # base URL holding the archive
+    archive: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._+-]*\.(tar\.gz|tar\.xz|tgz)$")] | None = None
 
     @model_validator(mode="after")
     def _source(self):
@@ -100,6 +101,8 @@ class TarballTarget(_LocalTarget):
             raise fail(f"{show(self.version)} is not a MySQL version like 8.0.40 (a full release)", "version")
         if not self.version and not self.path:
             raise fail("a mysql-tarball target needs `path` (a local tarball) or `version`", "path")
+        if self.archive and not self.version:
+            raise fail("`archive` names a mirror's file for a `version`; give the version too", "archive")
         return self
 
 

@@ -149,6 +149,7 @@ def run_unit(ctx: Context, unit: Unit) -> int:
                                      "cell": c0.cell, "conditions": [c.id for c in proc.conditions],
                                      "repetition": proc.repetition, "attempt": attempt, "target": c0.target,
                                      "version": proc.facts.version, "log_bin": proc.facts.log_bin,
+                                     **_program(ctx.launcher, proc.server),
                                      "pid": proc.server.pid, "started_at": started, "loadavg_before": load_before,
                                      "datadir_from_cache": proc.from_cache, "slot": proc.slot,
                                      "placement": proc.placement},
@@ -195,15 +196,27 @@ def run_unit(ctx: Context, unit: Unit) -> int:
     return stored
 
 
+def _program(launcher, server) -> dict:
+    """A start's record of where its program came from (servers.Installation.provenance)."""
+    if not server.target.local:
+        return {}
+    prov = launcher.installation(server.target).provenance()
+    return {"origin": prov["origin"], "archive_sha256": prov["archive_sha256"]}
+
+
 def _draw(ctx: Context, unit: Unit, attempt: int) -> list:
     """A fresh copy of the binary of each of the unit's local servers (servers.placement), in the
     order its servers are prepared, drawn from the run, unit, attempt and server; None for an
-    external one. A placement's state then holds one block, not the whole run."""
-    placed = []
+    external one. A placement's state then holds one block, not the whole run. A copy's place is
+    named by its target and its rank among that target's servers: units of a design that mixes
+    programs (C3's versions) order them differently, and each program has its own layout."""
+    placed, ranks = [], {}
     for n, (group, _) in enumerate(itertools.product(unit.cells, range(unit.starts))):
         target = ctx.exp.targets[group[0].target]
+        rank = ranks[target.name] = ranks.get(target.name, -1) + 1
         placed.append(None if not target.local else ctx.placer.place(
-            ctx.launcher.installation(target).binary, f"s{n}", f"{ctx.store.run_id}/{unit.seq}/{attempt}/{n}"))
+            ctx.launcher.installation(target).binary, f"{target.name}-{rank}",
+            f"{ctx.store.run_id}/{unit.seq}/{attempt}/{n}"))
     return placed
 
 

@@ -16,7 +16,10 @@ def test_comparison_refers_to_what_its_experiment_runs(claim, comparison):
     exp = params.load(ROOT / "params" / f"{comparison.experiment}.yaml", "full")
     assert exp.claim == claim.id
     assert comparison.workload in {w.name for w in exp.workloads}
-    levels = {f.name: {lv.name for lv in f.levels} for f in exp.factors}
+    levels = {}    # over every target's runs: a file's `levels_for` may keep some levels to one target
+    for factors in exp.target_factors.values():
+        for f in factors:
+            levels.setdefault(f.name, set()).update(lv.name for lv in f.levels)
     for side in (comparison.baseline, comparison.treatment):
         for factor, level in side.levels:
             assert factor in levels, f"{comparison.name}: no factor {factor!r} in {comparison.experiment}"

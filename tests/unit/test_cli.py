@@ -85,12 +85,12 @@ def test_a_target_no_params_file_declares_is_an_error_before_anything_runs(tmp_p
                      "--data", str(tmp_path / "raw")])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 1 and err == ["claimlab: error: --targets: no params file (collation_cost) declares 'foo'; "
-                                 "they declare: mariadb, mysql"]
+                                 "they declare: mariadb, mysql, mysql57, mysql80"]
     assert not (tmp_path / "raw").exists() and not (tmp_path / "r").exists()
     code = cli.main(["prepare", "collation_cost", "--target", "mysql", "mine"])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 1 and err == ["claimlab: error: --target: no params file (collation_cost) declares 'mine'; "
-                                 "they declare: mariadb, mysql"]
+                                 "they declare: mariadb, mysql, mysql57, mysql80"]
 
 
 def test_a_params_file_of_your_own_runs_its_default_when_it_declares_none_of_the_targets():

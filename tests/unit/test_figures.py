@@ -78,6 +78,22 @@ def test_run_order_tells_every_series_apart_by_colour_and_marker():
     assert len(markers) == len(names)
 
 
+
+def test_eight_levels_side_by_side_are_each_drawn_apart():
+    """C3's versions side by side: eight levels, one more than the palette's colours; each
+    series still gets a colour and marker pair of its own."""
+    from matplotlib.colors import to_rgb
+
+    from claimlab import figures
+    levels = [f"server={name}" for name in ("defaults", "v57_values", "v80_binlog", "mysql57", "mysql80",
+                                            "mysql80_skip_log_bin", "mysql8027", "mysql80fork")]
+    rows = [dict(run_id="r", target="mysql", server_version="9.7.4-2", workload="insert_loop", condition=c,
+                 repetition=0, iteration=0, seq=i, metric="elapsed_s", unit="s", value=1.0 + i / 10)
+            for i, c in enumerate(levels)]
+    (legend,) = figures.run_order(pd.DataFrame(rows)).legends
+    pairs = {(to_rgb(h.get_markerfacecolor()), str(h.get_marker())) for h in legend.legend_handles}
+    assert len(legend.get_texts()) == 8 and len(pairs) == 8
+
 def test_a_chinese_title_is_drawn_in_a_cjk_font_not_as_boxes():
     import warnings
 

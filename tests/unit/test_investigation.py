@@ -68,17 +68,19 @@ def test_only_one_statement_workloads_are_counted_by_callgrind():
         assert instructions.statement_for(c.workload).rows == c.workload.rows
 
 
-def test_conditions_on_servers_not_here_are_listed_not_fatal():
-    """C3's 5.7/8.0 tarball levels are not on this machine: profiling C3 on MariaDB lists them
-    (the evidence then reports them unavailable) instead of failing the whole report."""
+def test_conditions_on_servers_not_here_are_listed_not_fatal(tmp_path, monkeypatch):
+    """Without a tarball mirror C3's 5.7/8.0 levels cannot run: profiling C3's run on MySQL 9.7
+    lists them (the evidence then reports them unavailable) instead of failing the whole report."""
     from claimlab import profiling
     from claimlab.errors import TargetUnavailable
     from claimlab.servers import check_available
-    conds = profiling.conditions_of("insert_57_vs_80", "smoke", ROOT, target="mariadb")
+    conds = profiling.conditions_of("insert_57_vs_80", "smoke", ROOT, target="mysql")
     targets = {c.target.name for c in conds}
-    assert {"mariadb", "mysql57", "mysql80"} <= targets
+    assert {"mysql", "mysql57", "mysql80"} <= targets
     missing = next(c for c in conds if c.target.name == "mysql57")
-    with pytest.raises(TargetUnavailable):
+    monkeypatch.delenv("CLAIMLAB_MYSQL_MIRROR", raising=False)
+    monkeypatch.setenv("CLAIMLAB_CACHE", str(tmp_path))
+    with pytest.raises(TargetUnavailable, match="CLAIMLAB_MYSQL_MIRROR"):
         check_available(missing.target)
 
 

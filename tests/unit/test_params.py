@@ -85,6 +85,34 @@ def test_a_profile_may_give_a_target_its_own_design(write_params):
         assert message in str(err.value), str(err.value)
 
 
+
+def test_levels_pinned_to_other_targets_run_with_one_default_target_only(write_params):
+    """`levels_for` keeps some levels to the runs on one target (C3's real versions run in the
+    run on MySQL 9.7, not again in MariaDB's), and the report never runs a design on a target
+    that one of its levels pins."""
+    from claimlab.report import chosen_targets
+    text = MINIMAL.replace("  default: {kind: mariadb}\n", "  default: {kind: mariadb}\n  other: {kind: mariadb}\n"
+                           "  pinned: {kind: mariadb}\n") \
+        .replace('    "on": {server: {log_bin: true}}\n',
+                 '    "on": {server: {log_bin: true}}\n    "there": {target: pinned}\n') \
+        + 'levels_for:\n  default: {binlog: ["off", "on"]}\n'
+    exp = params.load(write_params(text), "quick")
+    assert [c.id for c in conditions(exp)] == ["binlog=off", "binlog=on"]
+    other = params.with_default_target(exp, "other", "--target")
+    assert [c.id for c in conditions(other)] == ["binlog=off", "binlog=on", "binlog=there"]
+    assert [c.id for c in conditions(params.with_default_target(other, "default", "--target"))] == [
+        "binlog=off", "binlog=on"]
+    assert chosen_targets(exp, ["default", "other", "pinned"]) == ["default", "other"]
+    smoke = text + 'profiles:\n  smoke: {levels: {binlog: ["there"]}}\n'
+    for bad, message in [(text.replace('default: {binlog: ["off", "on"]}', 'nope: {binlog: ["on"]}'),
+                          "levels_for.nope: no target named 'nope'"),
+                         (text.replace('{binlog: ["off", "on"]}', '{binlog: ["of"]}'),
+                          "levels_for.default.binlog: no level named 'of'"),
+                         (smoke, "levels_for.default: keeps no level of a factor in profile smoke")]:
+        with pytest.raises(ConfigError) as err:
+            params.load(write_params(bad), "smoke" if bad is smoke else "quick")
+        assert message in str(err.value), str(err.value)
+
 BAD = {
     "unknown top key": (MINIMAL + "colour: red\n", "colour"),
     "unknown design key": (MINIMAL.replace("warmup: 0", "warmup: 0, repetitons: 3"), "design.repetitons"),

@@ -23,8 +23,9 @@ def add_parser(sub) -> None:
     rep.add_argument("--from-data", nargs="*", metavar="RUN_ID",
                      help="render stored runs (none named: the published runs); no server is started")
     rep.add_argument("--only", nargs="+", metavar="EXPERIMENT", help="only these experiments")
-    rep.add_argument("--targets", nargs="+", metavar="TARGET", default=["mariadb", "mysql"],
-                     help="servers to run each claim on, those available here (default: mariadb mysql)")
+    rep.add_argument("--targets", nargs="+", metavar="TARGET", default=list(params_mod.REPORT_TARGETS),
+                     help="servers to run each claim on, those available here (default: "
+                          f"{' '.join(params_mod.REPORT_TARGETS)})")
     rep.add_argument("--cpu-evidence", action="store_true",
                      help="also profile new runs with perf and callgrind (C2-C4; a few minutes a "
                           "server); the shipped runs carry theirs, which --from-data shows")

@@ -70,7 +70,7 @@ def installed(cache: Path) -> Installation:
     binary = root / MYSQLD
     version_text = binary_version(binary)
     return Installation(binary=binary, flavor=MySQL(parse_version(version_text)),
-                        version_text=version_text, basedir=root / "usr",
+                        version_text=version_text, basedir=root / "usr", origin="Debian package",
                         package=f"{meta['package']} {meta['version']} from Debian {meta['suite']}")
 
 

@@ -243,7 +243,9 @@ class MySQL(Flavor):
         files.mkdir(parents=True, exist_ok=True)
         lines = [f"secure-file-priv={files}"]     # its default, /var/lib/mysql-files, must exist
         if self.mysql8:
-            lines.append("mysqlx=OFF")            # else X Protocol opens port 33060
+            # Else X Protocol opens port 33060; `loose-`, since builds without the X plugin (source
+            # builds configured without it) refuse `mysqlx` as an unknown option.
+            lines.append("loose-mysqlx=OFF")
         if self.version >= (8, 0, 30):
             # The 100 MiB default stalls a 1M-row load on redo checkpoints (MariaDB's 96M log
             # file does not); sized like a server that loads such tables would be.

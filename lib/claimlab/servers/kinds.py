@@ -62,7 +62,8 @@ class EmbeddedMariaDB(TargetKind):
             text = binary_version(binary)
         except TargetUnavailable as exc:
             raise TargetUnavailable(f"target {target.name}: {exc}") from None
-        return Installation(binary=binary, flavor=Flavor.from_version_text(text), version_text=text)
+        return Installation(binary=binary, flavor=Flavor.from_version_text(text), version_text=text,
+                            origin="local binary" if target.binary else "OS package")
 
 
 class DebianMySQL(TargetKind):

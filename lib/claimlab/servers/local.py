@@ -55,10 +55,22 @@ class Installation:
     basedir: Path | None = None
     layout_lines: tuple[str, ...] = ()  # option lines naming the layout's directories
     package: str | None = None         # e.g. "mysql-server-core 9.7.4-2 from Debian sid"
+    origin: str | None = None          # "vendor tarball", "source build" or "Debian package"
+    archive: str | None = None         # the tarball it was extracted from
+    archive_sha256: str | None = None  # and that tarball's checksum: two builds may share a version
 
     def describe(self) -> str:
         where = self.package + ", " if self.package else ""
-        return f"{self.flavor} ({where}{self.basedir or self.binary})"
+        made = f"{self.origin}, " if self.origin else ""
+        sha = f", {self.archive} sha256 {self.archive_sha256[:12]}" if self.archive_sha256 else ""
+        return f"{self.flavor} ({made}{where}{self.basedir or self.binary}{sha})"
+
+    def provenance(self) -> dict:
+        """What a manifest records of the program a target ran."""
+        said = re.sub(r"^/\S+\s+", "", self.version_text.strip())   # not the path: the cache's home
+        return {"version": ".".join(map(str, self.flavor.version)), "version_text": said,
+                "origin": self.origin, "package": self.package, "archive": self.archive,
+                "archive_sha256": self.archive_sha256}
 
 
 @dataclass(frozen=True)

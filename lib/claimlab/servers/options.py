@@ -87,6 +87,7 @@ class TargetSpec:
     sha256: str | None = None          # mysql-tarball: checksum the archive must have
     md5: str | None = None             # mysql-tarball: the checksum MySQL publishes on its download page
     mirror: str | None = None          # mysql-tarball: base URL holding the archive (http(s):// or file://)
+    archive: str | None = None         # mysql-tarball: the mirror's file, for a build its version does not name
     host: str | None = None            # external
     port: int | None = None
     socket: str | None = None
@@ -105,7 +106,7 @@ class TargetSpec:
     def public(self) -> dict[str, Any]:
         """What may be written to manifests: everything but nothing secret (only the variable's name)."""
         out = {"name": self.name, "kind": self.kind}
-        for key in ("binary", "version", "path", "sha256", "md5", "mirror", "host", "port", "socket",
+        for key in ("binary", "version", "path", "sha256", "md5", "mirror", "archive", "host", "port", "socket",
                     "user", "password_env"):
             if getattr(self, key) is not None:
                 out[key] = getattr(self, key)

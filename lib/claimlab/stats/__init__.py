@@ -17,7 +17,8 @@ the claim a design names), no plotting. One module per concern:
 - `sequential`: group-sequential stopping on every path (`should_stop`, `stop_callback`);
 - `analysis`: the verdict table (`analyze`), between-run spread (`between_runs`) and each run's
   estimate beside the machine's speed in it (`run_levels`);
-- `costs`: per-operation costs; `diagnostics`: drift, warm-up, outliers.
+- `costs`: per-operation costs; `diagnostics`: drift, warm-up, outliers;
+- `shares`: a mechanism's share of a gap (Fieller's interval for a ratio of paired means).
 """
 
 from claimlab.stopping import StopRule
@@ -62,6 +63,7 @@ from .sequential import (
                     stop_callback,
                     stopping_for,
 )
+from .shares import Share, fieller_ratio, share_of_gap
 from .speed import PROBE_METRICS, SLOW_FACTOR, flagged_share, slow_probe_sides, slow_probes, speed_flags
 from .verdicts import (
                     EDGE_FACTOR,
@@ -80,8 +82,9 @@ __all__ = [
     "COST_METRICS", "DRIFT_FLAG_P", "EDGE_FACTOR", "EDGE_MARK", "OUTLIER_Z", "POWER", "PROBE_METRICS",
     "REQUIRED_COLUMNS", "RUN_COLUMNS",
     "SLOW_FACTOR", "SLOW_HOUR", "SPREAD_COLUMNS", "TABLE_COLUMNS", "VERDICTS", "Diagnostics", "Interval",
-    "Look", "LogRatio", "Policy", "Sample", "StopDecision", "StopRule", "Verdict", "analyze",
-    "agreement_chance", "between_runs", "block_log_ratios", "blocks_for_agreement", "blocks_for_margin",
+    "Look", "LogRatio", "Policy", "Sample", "Share", "StopDecision", "StopRule", "Verdict", "analyze",
+    "agreement_chance", "between_runs", "fieller_ratio", "share_of_gap",
+    "block_log_ratios", "blocks_for_agreement", "blocks_for_margin",
     "blocks_needed",
     "claim_metrics",
     "comparison_groups", "cost_table", "diagnostics", "edge_label", "equivalence_band", "flagged_share",
