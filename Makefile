@@ -21,9 +21,9 @@ TEST_WORKERS ?= 3
 .PHONY: setup os-packages mysql flamegraph-tool report test lint clean help
 
 help:
-	@echo "make report   run every claim on both embedded servers, MariaDB and MySQL 9.7 (PROFILE=$(PROFILE)), and render reports/"
+	@echo "make report   run every claim on every server available here (PROFILE=$(PROFILE)), and render reports/"
 	@echo "make test     run the test suite (unit, integration on real MariaDB and MySQL, notebooks)"
-	@echo "make setup    only install what the two above need (MariaDB, MySQL 9.7 from Debian, tools)"
+	@echo "make setup    only install what the two above need (MariaDB, MySQL 9.7 from Debian, tools; MySQL 5.7/8.0 archives are extracted on first use)"
 
 setup: os-packages $(VENV)/.installed flamegraph-tool mysql
 

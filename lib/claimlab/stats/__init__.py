@@ -30,7 +30,6 @@ from .analysis import (
                     analyze,
                     between_runs,
                     run_levels,
-                    summary_line,
 )
 from .costs import COST_METRICS, cost_table, mean_interval, per_operation
 from .diagnostics import DRIFT_FLAG_P, Diagnostics, diagnostics
@@ -95,6 +94,6 @@ __all__ = [
     "repeated_interval", "run_components", "run_levels", "sequential_alpha", "sequential_label_chances",
     "design_label_chances",
     "sequential_look", "SimulatedRuns", "simulate_sequential",
-    "should_stop", "slow_probe_sides", "slow_probes", "stop_callback", "stopping_for", "speed_flags", "summary_line",
+    "should_stop", "slow_probe_sides", "slow_probes", "stop_callback", "stopping_for", "speed_flags",
     "target_note", "verdict",
 ]

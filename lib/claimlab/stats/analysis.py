@@ -31,7 +31,7 @@ from .power import (
 )
 from .selection import Group, Policy, comparison_groups, family_sizes
 from .sequential import design_label_chances, sequential_alpha
-from .verdicts import EDGE_FACTOR, EDGE_MARK, VERDICTS, edge_label, labeller, target_note, verdict
+from .verdicts import EDGE_FACTOR, edge_label, labeller, target_note, verdict
 
 SMALL_EFFECT = 0.05
 RERUN_NOTED = 0.95   # a verdict note gives the rerun chance below this
@@ -323,21 +323,3 @@ def _needed_note(row, comparison, units: str) -> str:
     else:
         goal = f"detect a {SMALL_EFFECT:.0%} change"
     return f"about {int(row['units_needed'])} {units} would {goal} with {POWER:.0%} power"
-
-
-def summary_line(table: pd.DataFrame, claim: Claim) -> str:
-    """One line per claim for the command line: verdict counts, then each comparison."""
-    counts = table["verdict"].value_counts()
-    head = ", ".join(f"{counts.get(word, 0)} {word.replace('_', ' ')}" for word in VERDICTS)
-    parts = []
-    for row in table.itertuples(index=False):
-        if row.verdict == "not_tested":
-            parts.append(f"{row.comparison} not tested")
-            continue
-        published = "" if pd.isna(row.published_ratio) else f" vs published {row.published_ratio:g}"
-        elsewhere = " (other target than the source)" if "target differs" in row.verdict_note else ""
-        rerun = (f", same on a rerun about {row.rerun_chance:.0%}"
-                 if math.isfinite(row.rerun_chance) and row.rerun_chance < RERUN_NOTED else "")
-        parts.append(f"{row.comparison} {row.estimate:.3g} [{row.ci_low:.3g}, {row.ci_high:.3g}]"
-                     f"{published}: {row.verdict_label}{EDGE_MARK if row.edge_label else ''}{rerun}{elsewhere}")
-    return f"{claim.id} {claim.title}: {head} | " + "; ".join(parts)
