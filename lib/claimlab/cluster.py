@@ -10,9 +10,9 @@ One task per (experiment, target, host), restricted to that host. On the worker 
 own runner exactly as `claimlab run` would (its own servers, data-directory cache and work
 directory, under CLAIMLAB_WORKER_DIR), stamps the host's identity into the manifest, packs the
 finished run directory and returns it with its archive's checksum. The client checks the archive
-and every file's checksum and moves the run into its store in one rename (`import_run`, which
-`claimlab import` also uses): a worker never writes into the client's store, and a run is stored
-whole or not at all.
+and every file's checksum and moves the run into its store in one rename (`transfer.import_run`,
+which `claimlab import` also uses): a worker never writes into the client's store, and a run is
+stored whole or not at all.
 
 Faults:
 - a worker killed mid-run: the client notes the run as interrupted in its session journal, and
@@ -31,11 +31,8 @@ environment variable with `password_env`); the runner on the worker reads that v
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import os
-import shutil
-import tarfile
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -44,14 +41,13 @@ from typing import Callable
 
 from .errors import ClaimlabError, DataError
 from .records import now
-from .store import load_manifest, read_jsonl, run_state, runs_root
-from .writer import RESERVE, WRITER_LOCK, WRITTEN
+from .store import load_manifest, read_jsonl, runs_root
+from .transfer import archive_run, import_run
 
 RESOURCE = "host"
 TOPIC = "claimlab-started"    # a Dask event per task start: which lost tasks were measuring
 POLL_S = 1.0
 JOURNAL_DIR = ".cluster"      # under the client's data root: one journal per session
-STAGING_DIR = ".importing"    # under the data root: unpacked runs before their one rename
 
 
 # -- where the scheduler is ----------------------------------------------------------------------
@@ -198,105 +194,9 @@ def _stamp_host(path: Path, name: str) -> None:
         store.close()
 
 
-def _writers_own(name: str) -> bool:
-    """The writer's bookkeeping in a run directory (its lock, its record of writes, its reserve):
-    the writing machine's business, not the run's data, so it is neither sent nor imported."""
-    return name in (WRITER_LOCK, WRITTEN, RESERVE)
-
-
-def archive_run(path: Path) -> bytes:
-    """A run directory as a gzipped tar whose one top-level entry is the run id."""
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
-        tar.add(path, arcname=path.name,
-                filter=lambda info: None if _writers_own(Path(info.name).name) else info)
-    return buf.getvalue()
-
-
 def _packed(outbox: Path, host: str, resumed: bool) -> dict:
     data = outbox.read_bytes()
     return {"archive": data, "sha256": hashlib.sha256(data).hexdigest(), "host": host, "resumed": resumed}
-
-
-# -- on the client: the store --------------------------------------------------------------------
-
-def import_run(source: Path | bytes, data_root: Path | None = None) -> tuple[Path, bool]:
-    """Append a run made elsewhere (a directory, a .tar.gz, or an archive's bytes) to the store:
-    checked, then moved in with one rename. Returns (its path, whether it was new): the same run
-    imported twice is stored once; a different run under a stored run's id is refused."""
-    data_root = Path(data_root or runs_root())
-    if not isinstance(source, bytes) and not Path(source).exists():
-        raise DataError(f"{source}: no such run directory or archive")
-    staging = data_root / STAGING_DIR / uuid.uuid4().hex
-    try:
-        staging.mkdir(parents=True)
-    except OSError as exc:
-        raise DataError(f"{data_root}: cannot stage an import there ({exc.strerror})") from None
-    try:
-        label = "the worker's archive" if isinstance(source, bytes) else str(source)
-        if isinstance(source, bytes) or Path(source).is_file():
-            run = _unpack(source, staging, label)
-        else:
-            run = staging / Path(source).name
-            shutil.copytree(source, run, symlinks=True, ignore=lambda _, names: [n for n in names if _writers_own(n)])
-        manifest = _checked(run, label)
-        dest = data_root / manifest.experiment / manifest.run_id
-        if dest.exists():
-            if load_manifest(dest).checksums == manifest.checksums and not run_state(dest).changed:
-                return dest, False
-            raise DataError(f"{label}: run {manifest.run_id} is already stored in {dest} with other data; "
-                            "nothing was imported")
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        os.rename(run, dest)
-        return dest, True
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-
-
-def _unpack(source: Path | bytes, into: Path, label: str) -> Path:
-    """Regular files and directories under one top-level directory, nothing else (no links, no
-    absolute or climbing paths): an archive can only ever fill its own staging directory."""
-    try:
-        fileobj = io.BytesIO(source) if isinstance(source, bytes) else open(source, "rb")
-        with fileobj, tarfile.open(fileobj=fileobj, mode="r:*") as tar:
-            members = tar.getmembers()
-            tops = {m.name.split("/")[0] for m in members}
-            bad = [m.name for m in members if not (m.isfile() or m.isdir()) or m.name.startswith("/")
-                   or ".." in m.name.split("/")]
-            if bad or len(tops) != 1:
-                raise DataError(f"{label}: not a run archive (one run directory of plain files)")
-            tar.extractall(into, filter="data")
-    except (tarfile.TarError, EOFError, OSError) as exc:
-        raise DataError(f"{label}: unreadable archive ({exc})") from None
-    return into / tops.pop()
-
-
-def _checked(run: Path, label: str):
-    manifest = load_manifest(run)
-    if manifest.run_id != run.name:
-        raise DataError(f"{label}: manifest.json: run_id {manifest.run_id} is not the directory's name {run.name}")
-    if not manifest.checksums:
-        raise DataError(f"{label}: run {manifest.run_id} is {manifest.status} and has no checksums; "
-                        "only a finished run is imported")
-    links = sorted(str(p.relative_to(run)) for p in run.rglob("*") if p.is_symlink())
-    if links:
-        raise DataError(f"{label}: run {manifest.run_id}: {links[0]} is a symbolic link, not data; "
-                        "nothing was imported")
-    state = run_state(run)
-    if state.changed:
-        raise DataError(f"{label}: run {manifest.run_id}: {', '.join(state.changed)} do not match the "
-                        "manifest's checksums; nothing was imported")
-    listed = set(manifest.checksums) | {"manifest.json"}
-    if "packed" in manifest.extra:    # a shipped run whose tables are Parquet (claimlab publish)
-        from .pack import packed_tables
-        listed |= {entry["file"] for entry in packed_tables(manifest).values()}
-    extra = sorted(str(p.relative_to(run)) for p in run.rglob("*") if p.is_file() and
-                   str(p.relative_to(run)) not in listed
-                   and not (manifest.format_version < 2 and p.parent.name == "variables"))   # not checksummed in 1
-    if extra:
-        raise DataError(f"{label}: run {manifest.run_id}: {extra[0]} is not covered by a checksum; "
-                        "nothing was imported")
-    return manifest
 
 
 # -- on the client: the session ------------------------------------------------------------------
@@ -462,7 +362,7 @@ def _store(future, job: Job, journal: Journal, session: Session, data_root: Path
         + ("" if new else " (already stored)") + (" (resumed after an interruption)" if result["resumed"] else ""))
 
 
-# -- the report's runs and the per-host view -----------------------------------------------------
+# -- the report's runs ---------------------------------------------------------------------------
 
 def report_runs(where: Endpoint, experiments: list[str] | None, *, profile: str, targets: list[str],
                 data_root: Path | None, log=print) -> list[str]:
@@ -478,122 +378,3 @@ def report_runs(where: Endpoint, experiments: list[str] | None, *, profile: str,
     return run_ids
 
 
-def host_of(path: Path) -> tuple[str, str]:
-    """(the worker's name, the processor in words) of a stored run; "local" for a run made here."""
-    from .provenance import cpu_label
-    host = load_manifest(path).provenance.get("host") or {}
-    return str(host.get("worker_name") or "local"), cpu_label(host)
-
-
-def host_tables(run_ids: list[str], data_root: Path | None = None):
-    """(per-host rows, pooled rows) over every claim of `run_ids`: each host's runs analysed on
-    their own (its own table), then pooled by host (`stats.hosts`)."""
-    import pandas as pd
-
-    from .report import analyze_runs
-    from .stats import hosts as by_host
-    from .store import find_run
-    groups: dict[str, list[str]] = {}
-    cpus = {}
-    for run_id in run_ids:
-        name, cpu = host_of(find_run(run_id, data_root))
-        groups.setdefault(name, []).append(run_id)
-        cpus[name] = cpu
-    tables: dict[str, dict[str, pd.DataFrame]] = {}
-    claims = {}
-    for name, ids in groups.items():
-        for analysis in analyze_runs(ids, data_root):
-            tables.setdefault(analysis.claim.id, {})[name] = analysis.table
-            claims[analysis.claim.id] = analysis.claim
-    per = [by_host.per_host(t, cpus) for t in tables.values()]
-    pooled = [by_host.pool(p, claims[claim]) for claim, p in zip(tables, per)]
-    return (pd.concat(per, ignore_index=True) if per else by_host.per_host({}),
-            pd.concat(pooled, ignore_index=True) if pooled else pd.DataFrame(columns=list(by_host.POOLED_COLUMNS)))
-
-
-def host_lines(per_host, pooled) -> list[str]:
-    """The per-host view in words: one line per host (processor, ratio, verdict), then the pool."""
-    lines = []
-    for (claim, comparison, target), group in per_host.groupby(["claim", "comparison", "target"], sort=False):
-        lines.append(f"{claim} {comparison} [{target}]")
-        for r in group.itertuples(index=False):
-            lines.append(f"  {r.host:<12} {r.processor}: {r.estimate:.3g} [{r.ci_low:.3g}, {r.ci_high:.3g}] "
-                         f"{r.verdict_label}")
-        p = pooled[(pooled["claim"] == claim) & (pooled["comparison"] == comparison)
-                   & (pooled["target"] == target)].iloc[0]
-        tau = "" if p["tau"] != p["tau"] else f", between-host sd {p['tau']:.3g} (log scale)"
-        lines.append(f"  pooled over {p['n_hosts']} hosts: {p['estimate']:.3g} [{p['ci_low']:.3g}, "
-                     f"{p['ci_high']:.3g}]{tau}: {p['verdict_label']}; holds on {p['holds_on']} host: "
-                     f"supported on {p['hosts_supported']}")
-    return lines
-
-
-HOLDS_WORDS = {"every": "holds on every host", "some": "holds on some hosts", "none": "holds on no host"}
-
-
-def host_view(per_host, pooled, table=None):
-    """The per-host view for people (`host_tables`' frames): for each comparison and server, one
-    row per host (its processor, ratio [interval] and verdict), then the pooled row (the pooled
-    ratio [interval], the spread between hosts, and whether the claim holds on every host, on
-    some or on none). `table`, the verdict table of the same runs, names comparisons and servers
-    as the rest of the report does; without it they read as keys and target names."""
-    import pandas as pd
-
-    from . import narrative
-    words, servers = {}, {}
-    if table is not None and len(table):
-        workload = narrative.several_workloads(table)
-        for r in table[table["target"].notna()].to_dict("records"):
-            key = (r["claim"], r["comparison"], r["target"])
-            words[key] = narrative.comparison_words(r, workload=workload)
-            servers[key] = narrative.server_name(r.get("server_version"), r["target"])
-
-    def ratio(estimate, low, high) -> str:
-        return f"{narrative.number(estimate)} [{narrative.number(low)}, {narrative.number(high)}]"
-
-    rows = []
-    for key, group in per_host.groupby(["claim", "comparison", "target"], sort=False):
-        claim, comparison, target = key
-        named = {"claim": claim, "comparison": words.get(key, narrative.comparison_label(comparison)),
-                 "server": servers.get(key, target)}
-        for r in group.itertuples(index=False):
-            rows.append(named | {"host": r.host, "processor": r.processor,
-                                 "ratio [interval]": ratio(r.estimate, r.ci_low, r.ci_high),
-                                 "verdict": r.verdict_label})
-        p = pooled[(pooled["claim"] == claim) & (pooled["comparison"] == comparison)
-                   & (pooled["target"] == target)].iloc[0]
-        spread = (f"hosts read {narrative.number(p['host_low'])} to {narrative.number(p['host_high'])}"
-                  + ("" if p["tau"] != p["tau"] else
-                     f"; between-host SD {narrative.percent(p['tau'])} (log scale, beyond each host's noise)"))
-        rows.append(named | {"host": f"pooled over {p['n_hosts']} hosts", "processor": spread,
-                             "ratio [interval]": ratio(p["estimate"], p["ci_low"], p["ci_high"]),
-                             "verdict": f"{p['verdict_label']}; {HOLDS_WORDS.get(p['holds_on'], p['holds_on'])} "
-                                        f"({p['hosts_supported']} supported)"})
-    return pd.DataFrame(rows, columns=["claim", "comparison", "server", "host", "processor", "ratio [interval]",
-                                       "verdict"])
-
-
-def host_view_html(run_ids: list[str], table=None, data_root: Path | None = None) -> str:
-    """The summary's per-host view of `run_ids`: the table of `host_view` when they come from
-    several hosts, else one line saying they come from one (naming it and its processor)."""
-    import html
-
-    from . import narrative
-    from .store import find_run
-    hosts: dict[str, set[str]] = {}
-    for run_id in run_ids:
-        name, cpu = host_of(find_run(run_id, data_root))
-        hosts.setdefault(name, set()).add(cpu)
-    if len(hosts) < 2:
-        if not hosts:
-            return "<p>No run to show by host.</p>"
-        name, cpus = next(iter(hosts.items()))
-        where = "this machine" if name == "local" else f"host {name}"
-        return (f"<p>All {len(run_ids)} runs come from one host ({html.escape(where)}: "
-                f"{html.escape('; '.join(sorted(cpus)))}), so there is no per-host view: runs from several "
-                "hosts (<code>claimlab run --scheduler</code>, or <code>claimlab import</code>) give one.</p>")
-    per_host, pooled = host_tables(run_ids, data_root)
-    return narrative.table_html(
-        host_view(per_host, pooled, table),
-        caption=f"{len(hosts)} hosts: each host's own analysis, then the hosts pooled (random effects, "
-                "Hartung-Knapp interval); the verdict says on how many hosts the claim holds")

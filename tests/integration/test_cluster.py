@@ -28,7 +28,7 @@ import pandas as pd
 import psutil
 import pytest
 
-from claimlab import cluster
+from claimlab import cluster, hosts_view, transfer
 from claimlab.errors import ClaimlabError
 from claimlab.records import RunManifest
 from claimlab.report import analyze_runs
@@ -183,7 +183,7 @@ def test_two_claims_over_hosts_survive_a_killed_worker_and_pool_by_host(dask_clu
     assert [j.host for j in session.interrupted] == ["bench-a"]
     assert any("resumed after an interruption" in line and line.startswith("bench-a") for line in lines), lines
     stored = sorted(store.glob("*/*/manifest.json"))
-    assert len(stored) == 4 and not list((store / cluster.STAGING_DIR).iterdir())
+    assert len(stored) == 4 and not list((store / transfer.STAGING_DIR).iterdir())
     journal = [json.loads(x) for x in next((store / cluster.JOURNAL_DIR).glob("*.jsonl")).read_text().splitlines()]
     assert sorted(r["event"] for r in journal) == sorted(["submitted"] * 6 + ["stored"] * 4 + ["failed"] * 2
                                                        + ["interrupted"])
@@ -202,7 +202,7 @@ def test_two_claims_over_hosts_survive_a_killed_worker_and_pool_by_host(dask_clu
     assert listed.returncode == 0 and listed.stdout.count("bench-a, ") == 2 and listed.stdout.count("bench-b, ") == 2
 
     # the pooled table against each host's own analysis
-    per_host, pooled = cluster.host_tables(ids, store)
+    per_host, pooled = hosts_view.host_tables(ids, store)
     by_host = {}
     for path in stored:
         by_host.setdefault(json.loads(path.read_text())["provenance"]["host"]["worker_name"], []).append(
@@ -318,26 +318,26 @@ def test_import_refuses_archives_that_reach_outside_their_run_and_unfinished_run
         tar.addfile(info, io.BytesIO(data))
     store = tmp_path / "store"
     with pytest.raises(ClaimlabError, match="not a run archive"):
-        cluster.import_run(evil, store)
+        transfer.import_run(evil, store)
     assert not (tmp_path / "outside.txt").exists() and not list(store.glob("*/*/manifest.json"))
     (run / "notes.txt").write_text("a file no checksum covers")
     with pytest.raises(ClaimlabError, match="notes.txt is not covered by a checksum"):
-        cluster.import_run(run, store)
+        transfer.import_run(run, store)
     (run / "notes.txt").unlink()
     (run / "variables").mkdir(exist_ok=True)
     (run / "variables" / "elsewhere.json").symlink_to(tmp_path / "outside.json")
     with pytest.raises(ClaimlabError, match="variables/elsewhere.json is a symbolic link"):
-        cluster.import_run(run, store)
+        transfer.import_run(run, store)
     (run / "variables" / "elsewhere.json").unlink()
-    path, new = cluster.import_run(cluster.archive_run(run), store)     # what a worker sends
+    path, new = transfer.import_run(transfer.archive_run(run), store)     # what a worker sends
     assert new and path == store / "exp" / run.name and (path / "events.jsonl").read_bytes() == \
         (run / "events.jsonl").read_bytes()
-    assert cluster.import_run(run, store) == (path, False)       # once only
+    assert transfer.import_run(run, store) == (path, False)       # once only
     running = RunStore.create(tmp_path / "made", RunManifest.new(experiment="exp", claim="C4", profile="smoke",
                                                                  factors=[])).path
     with pytest.raises(ClaimlabError, match="running and has no checksums"):
-        cluster.import_run(running, store)
-    assert not list((store / cluster.STAGING_DIR).iterdir())
+        transfer.import_run(running, store)
+    assert not list((store / transfer.STAGING_DIR).iterdir())
 
 
 def test_a_packed_copy_of_a_shipped_run_imports_whole(tmp_path):
@@ -348,6 +348,6 @@ def test_a_packed_copy_of_a_shipped_run_imports_whole(tmp_path):
     shutil.copytree(shipped, copy)
     if (copy / "results.csv").exists():
         pack.pack(copy)
-    path, new = cluster.import_run(copy, tmp_path / "store")
+    path, new = transfer.import_run(copy, tmp_path / "store")
     assert new and (path / "results.parquet").exists()
     pd.testing.assert_frame_equal(read_results(path), read_results(shipped))

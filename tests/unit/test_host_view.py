@@ -11,7 +11,7 @@ import shutil
 
 import pandas as pd
 
-from claimlab import cluster, report
+from claimlab import hosts_view, report
 from claimlab.claims import load_claims
 from claimlab.stats import hosts
 from conftest import ROOT
@@ -33,7 +33,7 @@ def test_each_host_has_a_row_and_the_pool_says_on_how_many_hosts_the_claim_holds
     verdicts = pd.DataFrame([{"claim": "C2", "comparison": "uca_ai_vs_utf8mb3", "target": "mysql",
                               "server_version": "9.7.4-2", "workload": "varchar_scan",
                               "baseline": "collation=utf8mb3_general_ci", "treatment": "collation=uca_ai"}])
-    view = cluster.host_view(per, pooled, verdicts)
+    view = hosts_view.host_view(per, pooled, verdicts)
     assert list(view["host"]) == ["amd-a", "intel-b", "pooled over 2 hosts"]
     assert list(view["processor"][:2]) == ["AMD EPYC (family 25)", "Intel Xeon (family 6)"]
     assert list(view["ratio [interval]"][:2]) == ["1.83 [1.80, 1.86]", "1.02 [1.00, 1.04]"]
@@ -45,13 +45,13 @@ def test_each_host_has_a_row_and_the_pool_says_on_how_many_hosts_the_claim_holds
     tau = pooled.iloc[0]["tau"]
     assert tau > 0.2 and f"{100 * tau:.2g}%" in pool_row["processor"]
     # keys and targets, without a verdict table to name them
-    bare = cluster.host_view(per, pooled)
+    bare = hosts_view.host_view(per, pooled)
     assert set(bare["comparison"]) == {"uca_ai vs utf8mb3"} and set(bare["server"]) == {"mysql"}
 
 
 def test_runs_from_one_host_say_so_in_one_line():
     ids = report.shipped_run_ids()
-    text = cluster.host_view_html(ids)
+    text = hosts_view.host_view_html(ids)
     assert text.startswith(f"<p>All {len(ids)} runs come from one host (this machine: AMD EPYC")
     assert text.count("<p>") == 1 and "<table" not in text
 
@@ -71,11 +71,11 @@ def test_runs_of_two_hosts_show_each_host_and_the_pool(tmp_path):
             (copy / "manifest.json").write_text(json.dumps(manifest))
     every = [r for runs in ids.values() for r in runs]
     table = report.analyze_runs(every, tmp_path)[0].table
-    html = cluster.host_view_html(every, table, tmp_path)
+    html = hosts_view.host_view_html(every, table, tmp_path)
     assert "2 hosts: each host" in html
     assert html.count("pooled over 2 hosts") == len(table[table["estimate"].notna()])
     assert "amd-a" in html and "amd-b" in html and "MariaDB 10.11.19" in html
-    per_host, pooled = cluster.host_tables(every, tmp_path)
+    per_host, pooled = hosts_view.host_tables(every, tmp_path)
     a = per_host[(per_host["host"] == "amd-a") & (per_host["comparison"] == "uca_ai_vs_utf8mb3")
                  & (per_host["target"] == "mysql")].iloc[0]
     shipped = table[(table["comparison"] == "uca_ai_vs_utf8mb3") & (table["target"] == "mysql")]

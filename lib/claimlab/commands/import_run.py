@@ -21,7 +21,7 @@ def writes_data(args) -> bool:
 
 
 def main(args) -> int:
-    from ..cluster import import_run
+    from ..transfer import import_run
     path, new = import_run(args.source, args.data)
     print(f"run {path.name} {'imported into' if new else 'already stored in'} {path}")
     return 0

@@ -65,11 +65,11 @@ def main(args) -> int:
                           figures_dir=args.figures, log=log)
     print(f"reports written; open {index}")
     if on_cluster(args):
-        from .. import cluster
-        per_host, pooled = cluster.host_tables(runs.all_ids(), args.data)
+        from .. import hosts_view
+        per_host, pooled = hosts_view.host_tables(runs.all_ids(), args.data)
         per_host.to_csv(index.parent / "hosts.csv", index=False)
         pooled.to_csv(index.parent / "hosts_pooled.csv", index=False)
-        print("\n".join(cluster.host_lines(per_host, pooled)))
+        print("\n".join(hosts_view.host_lines(per_host, pooled)))
     rows = report.verdict_rows(index.parent, since=started)
     if rows:
         from ..narrative import edge_lines, slow_hour_lines, verdict_lines
