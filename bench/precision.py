@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from claimlab import narrative, params, runner, stats
+from claimlab import cards, params, runner, stats, wording
 from claimlab.claims import load_claims
 from claimlab.errors import ClaimlabError
 from claimlab.provenance import cpu_label
@@ -142,8 +142,8 @@ def main(argv=None) -> int:
                        met=[("yes" if h <= g else "NO") if not math.isnan(g) else ""
                             for h, g in zip(out["half_width"], out["goal"])],
                        flagged=out["flagged_share"].map(lambda f: "no witness" if math.isnan(f) else f"{f:.0%}"),
-                       fast=out["fast_share"].map(narrative.whole_percent),
-                       rerun=out["rerun_chance"].map(narrative.rerun_chance))
+                       fast=out["fast_share"].map(wording.whole_percent),
+                       rerun=out["rerun_chance"].map(cards.rerun_chance))
     shown["verdict"] = [v + (stats.EDGE_MARK if e else "") for v, e in zip(shown["verdict"], shown["edge_label"])]
     print(shown[["run_id", "profile", "claim", "comparison", "target", "estimate", "interval",
                  "half_width", "goal", "met", "flagged", "fast", "verdict", "rerun"]].to_string(index=False))

@@ -14,7 +14,7 @@ import pandas as pd
 import seaborn as sns
 from matplotlib import ticker
 
-from . import narrative
+from . import wording
 
 # Sources and labels may be Chinese: matplotlib falls back glyph by glyph along this list, so a
 # CJK title draws in Noto Sans CJK (fonts-noto-cjk, installed by `make setup`) instead of boxes.
@@ -41,9 +41,9 @@ def _conditions_order(results: pd.DataFrame) -> list[str]:
 
 
 def _by_server(results: pd.DataFrame) -> pd.DataFrame:
-    """`results` with a `server` column (narrative.server_name per target): servers are drawn
+    """`results` with a `server` column (wording.server_name per target): servers are drawn
     apart, never pooled."""
-    return results.assign(server=results["target"].map(narrative.server_names(results)))
+    return results.assign(server=results["target"].map(wording.server_names(results)))
 
 
 def _panel_title(server: str, text: str, servers: int) -> str:
@@ -52,11 +52,11 @@ def _panel_title(server: str, text: str, servers: int) -> str:
 
 def _family(server: str) -> str | None:
     """The server family of a panel's server name, for its levels' names (None: not known)."""
-    return narrative.server_family(server) if server.startswith(("MariaDB", "MySQL")) else None
+    return wording.server_family(server) if server.startswith(("MariaDB", "MySQL")) else None
 
 
 def _workload(name: str) -> str:
-    return narrative.WORKLOAD_WORDS.get(name, str(name).replace("_", " "))
+    return wording.WORKLOAD_WORDS.get(name, str(name).replace("_", " "))
 
 
 def series(condition: str) -> str:
@@ -68,7 +68,7 @@ def series(condition: str) -> str:
         return "one option switched"
     if level.startswith("upto-"):
         return "options switched cumulatively"
-    return narrative.level_words(condition)
+    return wording.level_words(condition)
 
 
 def observations(results: pd.DataFrame, metrics: list[str] | None = None) -> plt.Figure:
@@ -90,10 +90,10 @@ def observations(results: pd.DataFrame, metrics: list[str] | None = None) -> plt
                     showfliers=False, width=0.6)
         sns.stripplot(data=panel, x="value", y="condition", order=order, ax=ax, hue="repetition",
                       palette="viridis", size=4, jitter=0.2, legend=False)
-        ax.set_yticks(range(len(order)), [narrative.level_words(c, _family(server)) for c in order])
-        ax.set_title(_panel_title(server, f"{_workload(workload)}: {narrative.metric_words(metric)}", servers),
+        ax.set_yticks(range(len(order)), [wording.level_words(c, _family(server)) for c in order])
+        ax.set_title(_panel_title(server, f"{_workload(workload)}: {wording.metric_words(metric)}", servers),
                      fontsize=11)
-        ax.set_xlabel(f"{narrative.metric_words(metric)} ({unit})")
+        ax.set_xlabel(f"{wording.metric_words(metric)} ({unit})")
         ax.set_ylabel("")
     for ax in list(axes.flat)[len(panels):]:
         ax.set_visible(False)
@@ -109,9 +109,9 @@ def effect_labels(table: pd.DataFrame) -> list[str]:
     """A forest plot's row labels: which comparison on which server ("utf8mb4_0900_ai_ci vs
     utf8mb3_general_ci — MySQL 9.7.4"), with the claim first when the table has several."""
     several = table["claim"].nunique() > 1
-    workload = narrative.several_workloads(table)
-    return [(f"{r['claim']} " if several else "") + narrative.comparison_words(r, workload=workload) + " — "
-            + (narrative.server_name(r["server_version"]) or "not measured")
+    workload = wording.several_workloads(table)
+    return [(f"{r['claim']} " if several else "") + wording.comparison_words(r, workload=workload) + " — "
+            + (wording.server_name(r["server_version"]) or "not measured")
             for _, r in table.iterrows()]
 
 
@@ -119,7 +119,7 @@ def effects(table: pd.DataFrame, title: str = "") -> plt.Figure:
     """Forest plot: each comparison's ratio with its interval, and the published ratio beside it."""
     rows = table.reset_index(drop=True)
     labels = effect_labels(rows)
-    levels = sorted({narrative.level(c) for c in rows["confidence"].dropna()}, key=lambda t: float(t[:-1]))
+    levels = sorted({wording.level(c) for c in rows["confidence"].dropna()}, key=lambda t: float(t[:-1]))
     interval = (f"{levels[0]} interval" if len(levels) == 1 else
                 f"intervals at {' or '.join(levels)}, as the table says" if levels else "interval")
     fig, ax = plt.subplots(figsize=(10, 0.5 * len(rows) + 1.6))
@@ -157,7 +157,7 @@ def run_order(results: pd.DataFrame, metric: str | None = None) -> plt.Figure:
     Each condition (or, past seven, each `series`) has a colour and a marker of its own."""
     data = _by_server(results[results["metric"] == (metric or results["metric"].iloc[0])])
     conditions = _conditions_order(data)
-    name = series if len(conditions) > len(PALETTE) else narrative.level_words
+    name = series if len(conditions) > len(PALETTE) else wording.level_words
     data = data.assign(series=data["condition"].map(name))
     order = list(dict.fromkeys(name(c) for c in conditions))
     # Past seven series that are not an ablation's steps (C3's versions side by side), colours
@@ -175,7 +175,7 @@ def run_order(results: pd.DataFrame, metric: str | None = None) -> plt.Figure:
         panel = panel.assign(order=range(len(panel)))
         sns.scatterplot(data=panel, x="order", y="value", hue="series", hue_order=order, palette=colours,
                         style="series", style_order=order, markers=markers, ax=ax, s=28, legend=i == 0)
-        what = narrative.metric_words(panel["metric"].iloc[0])
+        what = wording.metric_words(panel["metric"].iloc[0])
         ax.set_title(_panel_title(server, f"{_workload(workload)}: {what} in run order", servers), fontsize=11)
         ax.set_xlabel("measurement, in the order taken")
         ax.set_ylabel(f"{what} ({panel['unit'].iloc[0]})")
@@ -242,7 +242,7 @@ def waterfall(table: pd.DataFrame, metric: str = "elapsed_s", title: str = "") -
         ax.text(1.02, y, text, transform=ax.get_yaxis_transform(), va="center", fontsize=9)
     ax.text(1.02, -0.9, "share of the gap\n[95% interval]", transform=ax.get_yaxis_transform(), va="bottom",
             fontsize=9, fontweight="bold")
-    ax.set_xlabel(f"{narrative.metric_words(metric)} relative to slow")
+    ax.set_xlabel(f"{wording.metric_words(metric)} relative to slow")
     ax.set_xlim(0, 1.05 * max(1.2, ax.get_xlim()[1]))   # room past the longest bar
     ax.set_title(title or "Cumulative ablation: each switch's step from slow to fast")
     fig.tight_layout()
@@ -290,13 +290,13 @@ def ladder(rungs: pd.DataFrame, title: str = "") -> plt.Figure:
             else:
                 ax.plot(xi, r.estimate, marker="o", color=colour, linestyle="none")
             top = r.ci_high if pd.notna(r.ci_high) else r.estimate   # above its interval: clear of its neighbours
-            ax.annotate(f"{narrative.number(r.estimate)} {str(r.verdict).replace('_', ' ')}", (xi, top),
+            ax.annotate(f"{wording.number(r.estimate)} {str(r.verdict).replace('_', ' ')}", (xi, top),
                         xytext=(0, 5), textcoords="offset points", ha="center", va="bottom", fontsize=8.5,
                         color=colour)
         published = part["published_ratio"].dropna()
         if len(published):
             ax.axhline(float(published.iloc[0]), color="#d95f02", linestyle="--", linewidth=1.2,
-                       label=f"published {narrative.published(float(published.iloc[0]))}")
+                       label=f"published {wording.published(float(published.iloc[0]))}")
         ax.axhline(1.0, color="#888888", linewidth=0.8)
         if mysql.any() and not mysql.all():
             ax.axvline((x[int(mysql.sum()) - 1] + x[int(mysql.sum())]) / 2, color="#555555", linewidth=0.8)
@@ -314,8 +314,8 @@ def ladder(rungs: pd.DataFrame, title: str = "") -> plt.Figure:
         ax.yaxis.set_minor_formatter(ticker.NullFormatter())
         first = part[part["role"] == "measured"].iloc[0]
         base = part.loc[part["relative_to"] != "", "relative_to"]
-        what = (f"{_workload(first['workload'])}, {narrative.metric_words(first['metric'])}: each server against "
-                f"{base.iloc[0]}" if len(base) else narrative.comparison_words(first.to_dict(), family=""))
+        what = (f"{_workload(first['workload'])}, {wording.metric_words(first['metric'])}: each server against "
+                f"{base.iloc[0]}" if len(base) else wording.comparison_words(first.to_dict(), family=""))
         ax.set_title(f"{claim}: {what}", fontsize=11, loc="left")
         ax.set_ylabel("ratio (log)")
         if len(published):

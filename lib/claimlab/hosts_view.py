@@ -74,22 +74,22 @@ def host_view(per_host, pooled, table=None):
     as the rest of the report does; without it they read as keys and target names."""
     import pandas as pd
 
-    from . import narrative
+    from . import cards, wording
     words, servers = {}, {}
     if table is not None and len(table):
-        workload = narrative.several_workloads(table)
+        workload = wording.several_workloads(table)
         for r in table[table["target"].notna()].to_dict("records"):
             key = (r["claim"], r["comparison"], r["target"])
-            words[key] = narrative.comparison_words(r, workload=workload)
-            servers[key] = narrative.server_name(r.get("server_version"), r["target"])
+            words[key] = wording.comparison_words(r, workload=workload)
+            servers[key] = wording.server_name(r.get("server_version"), r["target"])
 
     def ratio(estimate, low, high) -> str:
-        return f"{narrative.number(estimate)} [{narrative.number(low)}, {narrative.number(high)}]"
+        return f"{wording.number(estimate)} [{wording.number(low)}, {wording.number(high)}]"
 
     rows = []
     for key, group in per_host.groupby(["claim", "comparison", "target"], sort=False):
         claim, comparison, target = key
-        named = {"claim": claim, "comparison": words.get(key, narrative.comparison_label(comparison)),
+        named = {"claim": claim, "comparison": words.get(key, cards.comparison_label(comparison)),
                  "server": servers.get(key, target)}
         for r in group.itertuples(index=False):
             rows.append(named | {"host": r.host, "processor": r.processor,
@@ -97,9 +97,9 @@ def host_view(per_host, pooled, table=None):
                                  "verdict": r.verdict_label})
         p = pooled[(pooled["claim"] == claim) & (pooled["comparison"] == comparison)
                    & (pooled["target"] == target)].iloc[0]
-        spread = (f"hosts read {narrative.number(p['host_low'])} to {narrative.number(p['host_high'])}"
+        spread = (f"hosts read {wording.number(p['host_low'])} to {wording.number(p['host_high'])}"
                   + ("" if p["tau"] != p["tau"] else
-                     f"; between-host SD {narrative.percent(p['tau'])} (log scale, beyond each host's noise)"))
+                     f"; between-host SD {wording.percent(p['tau'])} (log scale, beyond each host's noise)"))
         rows.append(named | {"host": f"pooled over {p['n_hosts']} hosts", "processor": spread,
                              "ratio [interval]": ratio(p["estimate"], p["ci_low"], p["ci_high"]),
                              "verdict": f"{p['verdict_label']}; {HOLDS_WORDS.get(p['holds_on'], p['holds_on'])} "
@@ -113,7 +113,7 @@ def host_view_html(run_ids: list[str], table=None, data_root: Path | None = None
     several hosts, else one line saying they come from one (naming it and its processor)."""
     import html
 
-    from . import narrative
+    from . import wording
     from .store import find_run
     hosts: dict[str, set[str]] = {}
     for run_id in run_ids:
@@ -128,7 +128,7 @@ def host_view_html(run_ids: list[str], table=None, data_root: Path | None = None
                 f"{html.escape('; '.join(sorted(cpus)))}), so there is no per-host view: runs from several "
                 "hosts (<code>claimlab run --scheduler</code>, or <code>claimlab import</code>) give one.</p>")
     per_host, pooled = host_tables(run_ids, data_root)
-    return narrative.table_html(
+    return wording.table_html(
         host_view(per_host, pooled, table),
         caption=f"{len(hosts)} hosts: each host's own analysis, then the hosts pooled (random effects, "
                 "Hartung-Knapp interval); the verdict says on how many hosts the claim holds")

@@ -235,7 +235,7 @@ def of_analyses(analyses) -> pd.DataFrame:
 def table_html(rungs: pd.DataFrame) -> str:
     """The ladder as a table for people: per claim, each server's ratio [interval] in release
     order, MySQL's then MariaDB's, beside the published ratio and the verdict."""
-    from . import narrative
+    from . import wording
     if rungs.empty:
         return "<p>No claim's comparison was measured on any server in these runs.</p>"
     rows = []
@@ -243,13 +243,13 @@ def table_html(rungs: pd.DataFrame) -> str:
         base = r["role"] == "base"
         rows.append({
             "claim": r["claim"],
-            "comparison": narrative.comparison_words(r, family=r["family"]),
+            "comparison": wording.comparison_words(r, family=r["family"]),
             "server": r["server"] + (" (apart)" if r["family"] != "mysql" else ""),
             "origin": r["origin"] or "—",
             "ratio [interval]": "1, the base of the ratios against it" if base else
-            f"{narrative.number(r['estimate'])} [{narrative.number(r['ci_low'])}, {narrative.number(r['ci_high'])}]",
-            "level": "—" if base else narrative.level(r["confidence"]),
-            "published": narrative.published(r["published_ratio"]),
+            f"{wording.number(r['estimate'])} [{wording.number(r['ci_low'])}, {wording.number(r['ci_high'])}]",
+            "level": "—" if base else wording.level(r["confidence"]),
+            "published": wording.published(r["published_ratio"]),
             "verdict": "—" if base else str(r["verdict_label"] or r["verdict"]),
         })
-    return narrative.table_html(pd.DataFrame(rows))
+    return wording.table_html(pd.DataFrame(rows))

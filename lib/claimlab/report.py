@@ -3,7 +3,7 @@ stored runs, render them with nbconvert, write an index.
 
 The run phase (claimlab.campaign) measures first, in the command's process; here every notebook
 reads run ids only and starts no server. The claim notebooks call the helpers below for their
-narrative tables; `render` turns executed notebooks into single-file HTML (figures embedded as
+tables; `render` turns executed notebooks into single-file HTML (figures embedded as
 base64, no script loaded from the network) and `reports/index.html`, the verdict table.
 """
 
@@ -21,7 +21,7 @@ from typing import Iterable
 
 import pandas as pd
 
-from . import narrative
+from . import cards, method_text, page_style, wording
 from . import params as params_mod
 from .claims import Claim
 from .errors import ClaimlabError
@@ -46,7 +46,7 @@ EARLIER_RUNS = "earlier_runs.json"         # data/: earlier sessions' full runs,
 
 def write_summary(path: str | os.PathLike | None, run_dirs: list[Path], table: pd.DataFrame, claim: Claim) -> None:
     """The side file the index is built from (scrapbook is unmaintained: plain JSON instead);
-    `table` has the verdict-table columns of narrative.CARD_COLUMNS."""
+    `table` has the verdict-table columns of cards.CARD_COLUMNS."""
     if not path:
         return
     manifests = [read_manifest(run_dir) for run_dir in run_dirs]
@@ -54,7 +54,7 @@ def write_summary(path: str | os.PathLike | None, run_dirs: list[Path], table: p
     payload = {"claim": claim.id, "title": claim.title, "run_ids": [x["run_id"] for x in manifests],
                "profile": m["profile"], "experiment": m["experiment"],
                "runs": [{"run_id": x["run_id"], "target": x.get("default_target"), "profile": x["profile"],
-                         "server": narrative.run_server(run_dir),
+                         "server": method_text.run_server(run_dir),
                          "created_at": x["created_at"], "host": x["provenance"]["host"],
                          "git": x["provenance"]["git"], "checksums": x.get("checksums", {})}
                         for x, run_dir in zip(manifests, run_dirs)],
@@ -232,7 +232,7 @@ def _text(path: Path | None) -> str | None:
 
 def write_index(path: Path, built: list[Built], summary_html: Path, investigations: list[Path] = ()) -> Path:
     """The page a reader opens first: a verdict card per comparison and server, then the runs
-    (templates/pages/index.html.j2, autoescaped; the cards and tables come escaped from narrative)."""
+    (templates/pages/index.html.j2, autoescaped; the cards and tables come escaped from cards and wording)."""
     import jinja2
 
     from .claims import load_claims
@@ -240,9 +240,9 @@ def write_index(path: Path, built: list[Built], summary_html: Path, investigatio
     sections, runs, rows = [], [], []
     for b in built:
         s = b.summary
-        family = narrative.claim_family(claims[s["claim"]]) if s["claim"] in claims else "mysql"
+        family = wording.claim_family(claims[s["claim"]]) if s["claim"] in claims else "mysql"
         sections.append({"href": b.html.name, "claim": s["claim"], "title": s["title"],
-                         "cards": narrative.cards_html(pd.DataFrame(s["rows"]), family)})
+                         "cards": cards.cards_html(pd.DataFrame(s["rows"]), family)})
         rows += s["rows"]
         for r in s["runs"]:
             host = r.get("host", {})
@@ -253,10 +253,10 @@ def write_index(path: Path, built: list[Built], summary_html: Path, investigatio
     env = jinja2.Environment(loader=jinja2.PackageLoader("claimlab", "templates/pages"),
                              autoescape=True, undefined=jinja2.StrictUndefined)
     page = env.get_template("index.html.j2").render(
-        css=narrative.CSS, summary=summary_html.name, sections=sections,
+        css=page_style.CSS, summary=summary_html.name, sections=sections,
         investigations=[{"href": p.name, "title": INVESTIGATION_TITLES.get(p.stem, p.stem)} for p in investigations],
-        short_profiles=sorted({r["profile"] for r in runs} - {"full"}), slow_hours=narrative.slow_hour_lines(rows),
-        runs=narrative.table_html(pd.DataFrame(runs)),
+        short_profiles=sorted({r["profile"] for r in runs} - {"full"}), slow_hours=cards.slow_hour_lines(rows),
+        runs=wording.table_html(pd.DataFrame(runs)),
         generated=dt.datetime.now(dt.timezone.utc).isoformat(timespec="minutes"))
     path.write_text(page)
     return path
@@ -344,11 +344,11 @@ def runs_markdown(analyses: list[Analysis]) -> str:
             m = read_manifest(path)
             origin = "shipped" if run_id in shipped else "a run of this build, not a shipped one"
             when = str(m.get("created_at", ""))[:16].replace("T", " ")
-            lines.append(f"- **{a.claim.id}** `{run_id}` on {narrative.run_server(path)}: {origin}, "
+            lines.append(f"- **{a.claim.id}** `{run_id}` on {method_text.run_server(path)}: {origin}, "
                          f"{m.get('profile')} profile, measured {when} UTC on {cpu_label(m['provenance']['host'])}")
     every = "the shipped runs (data/published_runs.json)" if shown <= shipped else \
         "runs that are not all shipped ones: verdicts can differ from the shipped full runs"
-    slow = narrative.slow_hour_lines([row for a in analyses for row in a.table.to_dict("records")])
+    slow = cards.slow_hour_lines([row for a in analyses for row in a.table.to_dict("records")])
     slow_text = "\n\n**Measured in a slow hour:**\n\n" + "\n".join(f"- {line}" for line in slow) if slow else ""
     return f"This summary reads {every}:\n\n" + "\n".join(lines) + slow_text
 
@@ -438,10 +438,10 @@ def evidence_table(ev, experiment: str, family: str | None = None) -> str:
     statement's own thread beside those of all server threads (runs profiled before threads were
     counted apart have only the latter)."""
     summary = ev.summary(EVIDENCE_PATTERNS.get(experiment, "."))
-    return narrative.table_html(
-        summary.assign(condition=[narrative.level_words(c, family) for c in summary["condition"]]),
-        formats={"named_share": narrative.percent, "share_matching": narrative.percent,
-                 "relative_spread": narrative.percent, "own_spread": narrative.percent},
+    return wording.table_html(
+        summary.assign(condition=[wording.level_words(c, family) for c in summary["condition"]]),
+        formats={"named_share": wording.percent, "share_matching": wording.percent,
+                 "relative_spread": wording.percent, "own_spread": wording.percent},
         labels={"share_matching": EVIDENCE_WORDS.get(experiment, "matching"),
                 "per_row": "instructions per row (all threads)", "relative_spread": "spread (all threads)",
                 "own_per_row": "instructions per row (statement's thread)",
@@ -454,7 +454,7 @@ def top_functions(profiles, n: int = 8, family: str | None = None) -> pd.DataFra
     table = table[table["self_share"] > 0]
     wide = table.pivot_table(index="function", columns="condition", values="self_share", fill_value=0.0)
     wide = wide.loc[wide.max(axis=1).sort_values(ascending=False).index]
-    wide.columns = [narrative.level_words(c, family) for c in wide.columns]
+    wide.columns = [wording.level_words(c, family) for c in wide.columns]
     return (wide * 100).round(1).reset_index().rename(columns=lambda c: c if c == "function" else f"{c} (% of samples)")
 
 
@@ -462,7 +462,7 @@ def costs_by_server(results: pd.DataFrame, seed: int) -> pd.DataFrame:
     """stats.cost_table per server (target), with the server's name: one server's costs are not
     averaged with another's."""
     from . import stats
-    names = narrative.server_names(results)
+    names = wording.server_names(results)
     parts = [stats.cost_table(part, seed=seed).assign(server=names[target])
              for target, part in results.groupby("target", sort=True)]
     return pd.concat(parts, ignore_index=True) if parts else stats.cost_table(results, seed=seed)
@@ -481,10 +481,10 @@ def diagnostics_markdown(diag) -> str:
     for name, frame in (("drift", diag.drift), ("warm-up", diag.warmup)):
         if len(frame) and "flagged" in frame.columns:
             flagged = frame[frame["flagged"].astype(bool)]
-            named = sorted({narrative.level_words(c) for c in flagged["condition"]})
+            named = sorted({wording.level_words(c) for c in flagged["condition"]})
             lines.append(f"- {name.capitalize()}: {len(flagged)} of {len(frame)} condition(s) flagged"
                          + (": " + ", ".join(named) if named else "") + ".")
-    where = sorted({narrative.level_words(c) for c in diag.outliers["condition"]}) if len(diag.outliers) else []
+    where = sorted({wording.level_words(c) for c in diag.outliers["condition"]}) if len(diag.outliers) else []
     lines.append(f"- Outliers (listed, not dropped): {len(diag.outliers)} measurement(s)"
                  + (": " + ", ".join(where) if where else "") + ".")
     return "\n".join(lines)

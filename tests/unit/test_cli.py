@@ -15,7 +15,7 @@ import sys
 import pandas as pd
 import pytest
 
-from claimlab import cli, narrative, records, report, store, writer
+from claimlab import cards, cli, records, report, store, writer
 from claimlab import params as params_mod
 from claimlab.commands import analyze as analyze_cmd
 from claimlab.errors import ClaimlabError
@@ -49,15 +49,15 @@ def test_the_report_ends_with_the_verdict_table(tmp_path):
     (tmp_path / "charset_mismatch.summary.json").write_text(json.dumps({"rows": rows[1:]}))
     assert report.verdict_rows(tmp_path) == [rows[1], rows[0]]          # the index's order: C1 first
     assert report.verdict_rows(tmp_path, since=2e10) == []              # only what this build wrote
-    header, c4, c1 = narrative.verdict_lines(rows)
+    header, c4, c1 = cards.verdict_lines(rows)
     assert header.split()[:2] == ["CLAIM", "COMPARISON"]
     assert "binlog_on vs off" in c4 and "MariaDB 10.11.19" in c4 and "2.36 [2.07, 2.65]" in c4 and "2.85" in c4
     assert c4.endswith("supported, effect smaller than published")
     assert "not measured" in c1 and c1.endswith("not tested")
     assert c4.index("2.36") == header.index("MEASURED") == c1.index("not measured")
-    _, c2 = narrative.verdict_lines([{**rows[0], "published_ratio": 1.025}])
+    _, c2 = cards.verdict_lines([{**rows[0], "published_ratio": 1.025}])
     assert " 1.025 " in c2                                              # as published, not 1.02
-    header, c4 = narrative.verdict_lines([{**rows[0], "rerun_chance": 0.546}])
+    header, c4 = cards.verdict_lines([{**rows[0], "rerun_chance": 0.546}])
     assert c4[header.index("SAME ON RERUN"):].startswith("about 55%")
 
 

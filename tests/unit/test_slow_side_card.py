@@ -6,7 +6,7 @@ import math
 
 import pandas as pd
 
-from claimlab.narrative import card_html
+from claimlab.cards import card_html
 
 
 def row(**over):

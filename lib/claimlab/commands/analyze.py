@@ -63,7 +63,7 @@ def main(args) -> int:
 def _claim_lines(a, exclude_contention: bool, table: bool = True) -> list[str]:
     """One claim's lines: its notes, a heading with the verdict counts and the interval level, the
     verdict table (`table`), then what to do about slow hours and edges and how its runs spread."""
-    from ..narrative import edge_lines, slow_hour_lines
+    from ..cards import edge_lines, slow_hour_lines
     from ..stats.verdicts import VERDICTS
     rows = a.table.to_dict("records")
     lines = [f"note: {note}" for note in a.notes]
@@ -86,7 +86,8 @@ def _claim_lines(a, exclude_contention: bool, table: bool = True) -> list[str]:
 def _table_lines(rows: list[dict]) -> list[str]:
     """One aligned line per comparison and server. Two targets on one server version (runs of
     different params files) are told apart by their target's name."""
-    from ..narrative import comparison_label, number, published, rerun_chance, shown_label
+    from ..cards import comparison_label, rerun_chance, shown_label
+    from ..wording import number, published
     header = ("COMPARISON", "SERVER", "MEASURED [INTERVAL]", "PUBLISHED", "SAME ON RERUN", "VERDICT")
     servers = {r["target"]: _server(r) for r in rows}
     shared = {name for name in servers.values() if list(servers.values()).count(name) > 1}
@@ -103,7 +104,7 @@ def _table_lines(rows: list[dict]) -> list[str]:
 
 
 def _server(row: dict) -> str:
-    from ..narrative import server_name
+    from ..wording import server_name
     version = row.get("server_version")
     return server_name(None if _missing(version) else version, row.get("target")) or "—"
 
@@ -116,7 +117,8 @@ def _between_run_lines(a) -> list[str]:
     """How the runs of each comparison and server spread, where a server has more than one run
     (with one, there is no spread to tell)."""
     from .. import stats
-    from ..narrative import comparison_label, number, server_names
+    from ..cards import comparison_label
+    from ..wording import number, server_names
     spread, levels = stats.between_runs(a.results, a.claim)
     levels = levels.groupby(["comparison", "target"])
     servers = server_names(a.results)
@@ -136,7 +138,7 @@ def _between_run_lines(a) -> list[str]:
 
 def _per_run(runs, column: str) -> str:
     """`run: value, ...` for one comparison's runs (`stats.run_levels`)."""
-    from ..narrative import number
+    from ..wording import number
     return ", ".join(f"{run}: {number(value)}" for run, value in zip(runs["run_id"], runs[column]))
 
 

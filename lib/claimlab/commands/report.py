@@ -72,7 +72,7 @@ def main(args) -> int:
         print("\n".join(hosts_view.host_lines(per_host, pooled)))
     rows = report.verdict_rows(index.parent, since=started)
     if rows:
-        from ..narrative import edge_lines, slow_hour_lines, verdict_lines
+        from ..cards import edge_lines, slow_hour_lines, verdict_lines
         print("\n".join(verdict_lines(rows)))
         for line in slow_hour_lines(rows):
             print(f"slow hour: {line}")

@@ -63,8 +63,8 @@ def servers_of(path: Path) -> list[str]:
     """What each of a run's targets turned out to be ("mariadb: MariaDB 10.11.19"), from the first
     start of each recorded in servers.jsonl; a target the run meant to measure that has not started
     (yet) is named alone, one it skipped (not available here) not at all."""
-    from ..narrative import server_name
     from ..store import read_jsonl, read_manifest
+    from ..wording import server_name
     versions: dict[str, str] = {}
     for record in read_jsonl(path / "servers.jsonl") if (path / "servers.jsonl").exists() else []:
         target = str(record.get("target"))
