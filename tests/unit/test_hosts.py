@@ -83,6 +83,17 @@ def test_per_host_takes_each_hosts_own_estimate_and_standard_error():
     assert row["df"] == 7
 
 
+def test_a_comparison_a_host_did_not_test_is_left_out_of_its_rows():
+    """A claim's comparison that a host's runs do not measure reads "not tested" there, with no
+    runs or blocks to count: it adds no row, and the host's tested comparisons still do."""
+    table = _host_table(np.random.default_rng(2), 2.5)
+    untested = table.assign(comparison="other", n_runs=math.nan, n_blocks=math.nan, estimate=math.nan,
+                            sd_unit=math.nan, ci_low=math.nan, ci_high=math.nan, verdict="not_tested",
+                            verdict_label="not tested")
+    rows = hosts.per_host({"bench-a": pd.concat([untested, table], ignore_index=True)})
+    assert list(rows["comparison"]) == [COMP.name]
+
+
 @pytest.mark.parametrize("ratios, holds", [((2.6, 2.4, 2.9), "every"), ((2.6, 1.0, 2.7), "some"),
                                            ((1.0, 0.98, 1.01), "none")])
 def test_verdict_says_on_which_hosts_the_claim_holds(ratios, holds):

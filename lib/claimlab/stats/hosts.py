@@ -56,6 +56,8 @@ def per_host(tables: Mapping[str, pd.DataFrame], processors: Mapping[str, str] |
     rows = []
     for host, table in tables.items():
         for r in table.to_dict("records"):
+            if r["verdict"] == "not_tested":   # no estimate on this host: nothing to pool
+                continue
             units = int(r["n_runs"]) if int(r["n_runs"]) >= 2 else int(r["n_blocks"])
             finite = units >= 2 and math.isfinite(r["sd_unit"]) and r["estimate"] > 0
             rows.append({"claim": r["claim"], "comparison": r["comparison"], "target": r["target"], "host": host,
