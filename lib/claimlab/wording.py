@@ -128,8 +128,9 @@ LEVEL_WORDS: dict[str, dict[str, str | dict[str, str]]] = {
     "collation": {"uca_ai": {"mysql": "utf8mb4_0900_ai_ci", "mariadb": "utf8mb4_uca1400_ai_ci"}},
     "binlog": {"on": "binary log on", "off": "binary log off"},
     "server": {"defaults": "the server's own defaults", "v57_values": "5.7 values",
-               "v80_binlog": "8.0 binlog defaults", "mysql57": "MySQL 5.7.44", "mysql80": "MySQL 8.0.40",
-               "mysql80_skip_log_bin": "MySQL 8.0.40, binary log off"},
+               "v80_binlog": "8.0 binlog defaults", "mysql57": "MySQL 5.7.23", "mysql80": "MySQL 8.0.40",
+               "mysql80_skip_log_bin": "MySQL 8.0.40, binary log off", "mysql8027": "MySQL 8.0.27",
+               "mysql80fork": "MySQL 8.0.40, patched fork"},   # the versions params/insert_57_vs_80.yaml pins
 }
 WORKLOAD_WORDS = {"insert_loop": "insert loop", "bulk_insert": "bulk insert", "join": "join",
                   "varchar_scan": "varchar scan", "oltp": "sysbench oltp_read_write"}

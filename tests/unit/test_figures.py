@@ -127,7 +127,7 @@ def test_forest_plot_rows_say_which_comparison_on_which_server():
     labels = [t.get_text() for t in axes.get_yticklabels()]
     assert labels == ["C2 utf8mb4_0900_ai_ci vs utf8mb3_general_ci — MySQL 9.7.4",
                       "C2 utf8mb4_uca1400_ai_ci vs utf8mb3_general_ci — MariaDB 10.11.19",
-                      "C3 MySQL 8.0.40 vs MySQL 5.7.44 — not measured"]
+                      "C3 MySQL 8.0.40 vs MySQL 5.7.23 — not measured"]
     assert figures.effect_labels(table.iloc[:2]) == [
         "utf8mb4_0900_ai_ci vs utf8mb3_general_ci — MySQL 9.7.4",
         "utf8mb4_uca1400_ai_ci vs utf8mb3_general_ci — MariaDB 10.11.19"]   # one claim

@@ -54,3 +54,17 @@ def test_top_function_shares_line_up_with_one_decimal():
     html = wording.table_html(pd.DataFrame({"function": ["f", "g"], "on (% of samples)": [12.9, 0.0],
                                               "off (% of samples)": [0.9, 7.0]}), default=wording.share_points)
     assert ">12.9<" in html and ">0.9<" in html and ">7.0<" in html and ">—<" in html and ">f<" in html
+
+
+def test_a_level_named_by_its_server_names_the_version_its_params_pin():
+    """A reader sees "MySQL 5.7.23", so it must be the release the level's target runs."""
+    import yaml
+
+    from conftest import ROOT
+    doc = yaml.safe_load((ROOT / "params" / "insert_57_vs_80.yaml").read_text())
+    pinned = {name: level["target"] for name, level in doc["factors"]["server"].items()
+              if isinstance(level, dict) and "target" in level}
+    assert pinned, "the server factor pins no level to a target"
+    for name, target in pinned.items():
+        version = doc["targets"][target]["version"]
+        assert version in wording.LEVEL_WORDS["server"][name], (name, version)
