@@ -29,6 +29,21 @@ factors:
     utf8mb4_general_ci: {{workloads: {{varchar_scan: {{charset: utf8mb4, collation: utf8mb4_general_ci}}}}}}
 """
 
+# A small run of two collations on the embedded MariaDB, for the resume and fault tests: two
+# repetitions of three iterations, retried up to three times.
+SMALL_SCAN = """
+claim: C2
+targets:
+  default: {kind: mariadb, options: {innodb_buffer_pool_size: 64M}}
+workloads:
+  scan: {kind: varchar_scan, rows: 300}
+factors:
+  collation:
+    general: {workloads: {scan: {charset: utf8mb4, collation: utf8mb4_general_ci}}}
+    latin1: {workloads: {scan: {charset: latin1, collation: latin1_swedish_ci}}}
+design: {repetitions: 2, warmup: 0, iterations: 3, max_attempts: 3}
+"""
+
 # Loaded data directories the tests make are kept for the session only, not in the user's cache
 # (MySQL's run to hundreds of megabytes each); subprocesses inherit the variable.
 _DATADIRS = None if os.environ.get("CLAIMLAB_DATADIRS") else tempfile.mkdtemp(prefix="claimlab-test-datadirs-")

@@ -21,20 +21,8 @@ from claimlab.errors import DataError
 from claimlab.servers import Launcher, ServerOptions, TargetSpec, reaper
 from claimlab.store import read_manifest, read_results
 from claimlab.writer import RunStore
-from conftest import ROOT, pid_alive, query, run_cli
+from conftest import ROOT, SMALL_SCAN, pid_alive, query, run_cli
 
-SCAN = """
-claim: C2
-targets:
-  default: {kind: mariadb, options: {innodb_buffer_pool_size: 64M}}
-workloads:
-  scan: {kind: varchar_scan, rows: 300}
-factors:
-  collation:
-    general: {workloads: {scan: {charset: utf8mb4, collation: utf8mb4_general_ci}}}
-    latin1: {workloads: {scan: {charset: latin1, collation: latin1_swedish_ci}}}
-design: {repetitions: 2, warmup: 0, iterations: 3, max_attempts: 3}
-"""
 INSERTS = """
 claim: C4
 targets:
@@ -130,7 +118,7 @@ def test_the_reaper_never_goes_through_a_link_nor_trusts_a_foreign_marker(tmp_pa
 # --------------------------------------------------------------------------- one writer per run
 
 def test_a_live_run_refuses_a_second_writer_whatever_its_work(tmp_path, write_params, mariadbd):
-    path = write_params(SCAN)
+    path = write_params(SMALL_SCAN)
     real = RunStore.append
     seen = {"n": 0}
 
@@ -302,7 +290,7 @@ def _fill(directory: Path) -> None:
 
 
 def test_a_run_whose_data_disk_fills_up_is_closed_as_failed(tmp_path, write_params, mariadbd, small_fs):
-    path = write_params(SCAN)
+    path = write_params(SMALL_SCAN)
     real = RunStore.append
     seen = {"n": 0}
 

@@ -12,20 +12,7 @@ from claimlab import accounting, params, runner, units, witness
 from claimlab.errors import SettingsMismatch, WorkloadError
 from claimlab.store import read_jsonl, read_manifest, read_results
 from claimlab.writer import RunStore
-from conftest import run_cli
-
-EXP = """
-claim: C2
-targets:
-  default: {kind: mariadb, options: {innodb_buffer_pool_size: 64M}}
-workloads:
-  scan: {kind: varchar_scan, rows: 300}
-factors:
-  collation:
-    general: {workloads: {scan: {charset: utf8mb4, collation: utf8mb4_general_ci}}}
-    latin1: {workloads: {scan: {charset: latin1, collation: latin1_swedish_ci}}}
-design: {repetitions: 2, warmup: 0, iterations: 3, max_attempts: 3}
-"""
+from conftest import SMALL_SCAN, run_cli
 
 
 def _files(run_dir: Path) -> dict[str, bytes]:
@@ -65,7 +52,7 @@ def _one_line_refusal(result, *words):
 
 
 def test_paired_rounds_share_a_server_start_and_carry_probes(tmp_path, write_params, mariadbd):
-    exp = params.load(write_params(EXP.replace("warmup: 0", "warmup: 1")))
+    exp = params.load(write_params(SMALL_SCAN.replace("warmup: 0", "warmup: 1")))
     outcome = runner.run(exp, data_root=tmp_path / "raw", work_root=tmp_path / "work", progress=False)
     df = read_results(outcome.path)
     servers = read_jsonl(outcome.path / "servers.jsonl")
@@ -90,7 +77,7 @@ def test_paired_rounds_share_a_server_start_and_carry_probes(tmp_path, write_par
 
 
 def test_interrupt_mid_unit_then_resume_numbers_the_new_server_start(tmp_path, write_params, mariadbd):
-    path = write_params(EXP)
+    path = write_params(SMALL_SCAN)
     run_dir = _interrupted(tmp_path, path, after_appends=8)
     assert read_manifest(run_dir)["status"] == "interrupted"
     assert set(read_manifest(run_dir)["checksums"]) >= {"results.csv", "servers.jsonl"}
@@ -111,7 +98,7 @@ def test_interrupt_mid_unit_then_resume_numbers_the_new_server_start(tmp_path, w
 
 
 def test_resume_refuses_an_edited_params_file_and_touches_nothing(tmp_path, write_params, mariadbd):
-    path = write_params(EXP)
+    path = write_params(SMALL_SCAN)
     run_dir = _interrupted(tmp_path, path)
     files = _files(run_dir)
     path.write_text(path.read_text().replace("rows: 300", "rows: 400"))
@@ -120,7 +107,7 @@ def test_resume_refuses_an_edited_params_file_and_touches_nothing(tmp_path, writ
 
 
 def test_resume_refuses_a_hand_edited_value(tmp_path, write_params, mariadbd):
-    path = write_params(EXP)
+    path = write_params(SMALL_SCAN)
     run_dir = _interrupted(tmp_path, path)
     results = run_dir / "results.csv"
     lines = results.read_text().splitlines(keepends=True)
@@ -134,7 +121,7 @@ def test_resume_refuses_a_hand_edited_value(tmp_path, write_params, mariadbd):
 
 
 def test_resume_of_a_complete_run_with_a_cut_line_refuses_without_trimming(tmp_path, write_params, mariadbd):
-    path = write_params(EXP)
+    path = write_params(SMALL_SCAN)
     run_dir = _interrupted(tmp_path, path)
     assert _resume(tmp_path, path, run_dir).returncode == 0
     results = run_dir / "results.csv"
@@ -145,7 +132,7 @@ def test_resume_of_a_complete_run_with_a_cut_line_refuses_without_trimming(tmp_p
 
 
 def test_resume_of_a_live_run_is_one_line_and_writes_no_event(tmp_path, write_params, mariadbd):
-    path = write_params(EXP)
+    path = write_params(SMALL_SCAN)
     run_dir = _interrupted(tmp_path, path)
     manifest = json.loads((run_dir / "manifest.json").read_text())
     manifest["status"] = "running"          # as a live run's manifest reads
@@ -171,7 +158,7 @@ def test_every_exception_closes_the_run(tmp_path, write_params, mariadbd, monkey
     def broken(self, server):
         raise fault
     monkeypatch.setattr(accounting.Meter, "__init__", broken)
-    exp = params.load(write_params(EXP))
+    exp = params.load(write_params(SMALL_SCAN))
     with pytest.raises(type(fault)):
         runner.run(exp, data_root=tmp_path / "raw", work_root=tmp_path / "work", progress=False)
     (run_dir,) = (tmp_path / "raw" / "exp").iterdir()
@@ -187,7 +174,7 @@ def test_setting_mismatch_is_not_retried(tmp_path, write_params, mariadbd, monke
         raise SettingsMismatch(f"target {target}: log_bin requested ON, server reports OFF")
     monkeypatch.setattr(units, "verify_settings", mismatch)
     with pytest.raises(SettingsMismatch):
-        runner.run(params.load(write_params(EXP)), data_root=tmp_path / "raw", work_root=tmp_path / "work",
+        runner.run(params.load(write_params(SMALL_SCAN)), data_root=tmp_path / "raw", work_root=tmp_path / "work",
                    progress=False)
     (run_dir,) = (tmp_path / "raw" / "exp").iterdir()
     assert len(read_jsonl(run_dir / "servers.jsonl")) == 1
@@ -195,7 +182,7 @@ def test_setting_mismatch_is_not_retried(tmp_path, write_params, mariadbd, monke
 
 
 def test_a_refused_collation_fails_once_and_is_not_retried(tmp_path, write_params, mariadbd):
-    text = EXP.replace("collation: latin1_swedish_ci", "collation: latin1_no_such_ci")
+    text = SMALL_SCAN.replace("collation: latin1_swedish_ci", "collation: latin1_no_such_ci")
     with pytest.raises(WorkloadError, match="latin1_no_such_ci"):
         runner.run(params.load(write_params(text)), data_root=tmp_path / "raw", work_root=tmp_path / "work",
                    progress=False)
@@ -209,8 +196,8 @@ def test_a_unit_resumed_halfway_is_not_extended_and_the_next_one_is(tmp_path, wr
     """`design.fast_rounds`: three rounds cannot hold four fast values, so every unit measured whole
     gets rounds added; the unit cut by the interrupt completes its three rounds only, and the next
     unit reads its fast level from the run's stored starts (RunStore.start_bests)."""
-    text = EXP.replace("max_attempts: 3}", "max_attempts: 3,\n         fast_rounds: {metric: elapsed_s, count: 4, "
-                                          "max_iterations: 5}}")
+    text = SMALL_SCAN.replace("max_attempts: 3}", "max_attempts: 3,\n         fast_rounds: "
+                              "{metric: elapsed_s, count: 4, max_iterations: 5}}")
     path = write_params(text)
     run_dir = _interrupted(tmp_path, path, after_appends=2)
     result = _resume(tmp_path, path, run_dir)
