@@ -8,6 +8,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import time
 from pathlib import Path
 
 import psutil
@@ -43,6 +44,18 @@ factors:
     latin1: {workloads: {scan: {charset: latin1, collation: latin1_swedish_ci}}}
 design: {repetitions: 2, warmup: 0, iterations: 3, max_attempts: 3}
 """
+
+def wait_for(predicate, timeout: float = 120.0):
+    """The predicate's first truthy value, polled while a run goes on in another process; the
+    timeout only bounds a hung run, it measures nothing."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError("condition not reached in time")
+
 
 # Loaded data directories the tests make are kept for the session only, not in the user's cache
 # (MySQL's run to hundreds of megabytes each); subprocesses inherit the variable.

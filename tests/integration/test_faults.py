@@ -10,7 +10,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import psutil
@@ -21,7 +20,7 @@ from claimlab.errors import DataError
 from claimlab.servers import Launcher, ServerOptions, TargetSpec, reaper
 from claimlab.store import read_manifest, read_results
 from claimlab.writer import RunStore
-from conftest import ROOT, SMALL_SCAN, pid_alive, query, run_cli
+from conftest import ROOT, SMALL_SCAN, pid_alive, query, run_cli, wait_for
 
 INSERTS = """
 claim: C4
@@ -44,16 +43,6 @@ workloads:
 design: {{repetitions: 1, warmup: 0, iterations: 1}}
 """
 KEYS = ["condition", "workload", "repetition", "iteration", "metric"]
-
-
-def _wait_for(predicate, timeout: float = 120.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError("condition not reached in time")
 
 
 def _one_line(result, *words):
@@ -171,9 +160,9 @@ def test_after_sigkill_hand_edits_are_refused_and_the_resume_reaps_its_servers_f
     path = write_params(INSERTS)
     proc = _cli("run", str(path), "--data", str(tmp_path / "raw"), "--work", str(tmp_path / "W1"), "--no-progress")
     try:
-        run_dir = _wait_for(lambda: next((tmp_path / "raw" / "exp").glob("*"), None)
+        run_dir = wait_for(lambda: next((tmp_path / "raw" / "exp").glob("*"), None)
                             if (tmp_path / "raw" / "exp").is_dir() else None)
-        _wait_for(lambda: _measurements(run_dir) >= 6)
+        wait_for(lambda: _measurements(run_dir) >= 6)
         proc.kill()                      # SIGKILL: no handler runs, no checksum is written
         proc.wait(timeout=30)
     finally:
@@ -212,9 +201,9 @@ def test_the_resume_hint_is_the_whole_command(tmp_path, write_params, mariadbd):
     proc = _cli("run", str(path), "--profile", "quick", "--data", str(tmp_path / "raw"), "--work",
                 str(tmp_path / "W1"), "--no-progress")
     try:
-        run_dir = _wait_for(lambda: next((tmp_path / "raw" / "exp").glob("*"), None)
+        run_dir = wait_for(lambda: next((tmp_path / "raw" / "exp").glob("*"), None)
                             if (tmp_path / "raw" / "exp").is_dir() else None)
-        _wait_for(lambda: _measurements(run_dir) >= 1)
+        wait_for(lambda: _measurements(run_dir) >= 1)
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=120)
     finally:
@@ -247,7 +236,7 @@ def test_external_sysbench_keeps_no_secret_on_disk_and_is_reaped_after_sigkill(t
     proc = _cli("run", str(path), "--data", str(tmp_path / "raw"), "--work", str(work), "--no-progress", env=env)
     orphans = []
     try:
-        orphans = _wait_for(lambda: _sysbench_of(proc.pid))     # in its measured phase now
+        orphans = wait_for(lambda: _sysbench_of(proc.pid))     # in its measured phase now
         secrets = [p for p in tmpdir.rglob("*") if p.is_file() and server.password in p.read_text(errors="replace")]
         assert not secrets, f"the password is in {secrets}"
         assert all(server.password not in " ".join(p.cmdline()) for p in orphans)

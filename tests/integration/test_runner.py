@@ -16,7 +16,7 @@ import pytest
 from claimlab import params, runner
 from claimlab.stopping import StopRule
 from claimlab.store import read_manifest, read_results
-from conftest import ROOT, looks_that_go_on, pid_alive, run_cli
+from conftest import ROOT, looks_that_go_on, pid_alive, run_cli, wait_for
 
 EXP = """
 claim: C4
@@ -110,16 +110,6 @@ def _start_cli_run(params_path: Path, tmp_path: Path, *extra: str) -> subprocess
                             stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
 
 
-def _wait_for(predicate, timeout=120.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError("condition not reached in time")
-
-
 def _run_dir(tmp_path: Path) -> Path | None:
     found = list((tmp_path / "raw").glob("exp/*/results.csv"))
     return found[0].parent if found else None
@@ -134,10 +124,10 @@ def test_killed_server_is_retried_and_nothing_is_lost(tmp_path, write_params, ma
     path = write_params(EXP.format(rows=2000, iterations=3))
     proc = _start_cli_run(path, tmp_path)
     try:
-        run_dir = _wait_for(lambda: _run_dir(tmp_path))
-        _wait_for(lambda: _measurements(run_dir) >= 1)
+        run_dir = wait_for(lambda: _run_dir(tmp_path))
+        wait_for(lambda: _measurements(run_dir) >= 1)
         # a server that is alive now (the unit that stored the first row may have ended already)
-        victim = _wait_for(lambda: next((p for p in reversed(_server_pids(run_dir)) if pid_alive(p)), None))
+        victim = wait_for(lambda: next((p for p in reversed(_server_pids(run_dir)) if pid_alive(p)), None))
         os.kill(victim, signal.SIGKILL)   # in the middle of a unit: the next CALL finds it gone
         out, err = proc.communicate(timeout=240)
     finally:
@@ -155,8 +145,8 @@ def test_sigterm_stops_servers_and_resume_completes(tmp_path, write_params, mari
     path = write_params(EXP.format(rows=1500, iterations=3))
     proc = _start_cli_run(path, tmp_path)
     try:
-        run_dir = _wait_for(lambda: _run_dir(tmp_path))
-        _wait_for(lambda: _measurements(run_dir) >= 4)
+        run_dir = wait_for(lambda: _run_dir(tmp_path))
+        wait_for(lambda: _measurements(run_dir) >= 4)
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=120)
     finally:
@@ -205,8 +195,8 @@ def test_crash_of_claimlab_leaves_a_resumable_run_and_its_server_is_reaped(tmp_p
     path = write_params(EXP.format(rows=1500, iterations=3))
     proc = _start_cli_run(path, tmp_path)
     try:
-        run_dir = _wait_for(lambda: _run_dir(tmp_path))
-        _wait_for(lambda: _measurements(run_dir) >= 2)
+        run_dir = wait_for(lambda: _run_dir(tmp_path))
+        wait_for(lambda: _measurements(run_dir) >= 2)
         proc.kill()                      # SIGKILL: no handler runs, the server is orphaned
         proc.wait(timeout=30)
     finally:
@@ -387,9 +377,9 @@ design: {repetitions: 2, warmup: 0, iterations: 1}
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             stdin=subprocess.DEVNULL, start_new_session=True)
     try:
-        run_dir = _wait_for(lambda: _run_dir(tmp_path))
-        _wait_for(lambda: _server_pids(run_dir))
-        _wait_for(lambda: _sysbench_running(proc.pid))   # in its 60 s measured phase now
+        run_dir = wait_for(lambda: _run_dir(tmp_path))
+        wait_for(lambda: _server_pids(run_dir))
+        wait_for(lambda: _sysbench_running(proc.pid))   # in its 60 s measured phase now
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=120)
     finally:
