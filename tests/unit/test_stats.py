@@ -450,6 +450,18 @@ def test_analyze_row_has_the_contract_columns_and_the_paired_t():
     assert "target differs" in row["verdict_note"] and "contention rows included (0 of 80)" in row["verdict_note"]
 
 
+def test_a_run_holding_one_side_only_is_neither_paired_nor_named():
+    """C3's `defaults` level is MariaDB in MariaDB's run and 9.7 in MySQL's: a comparison of 9.7
+    with 5.7 pairs MySQL's blocks only, and its server column must not name MariaDB."""
+    both = c4_results()
+    lone = c4_results(seed=12, server_version="10.11.19-MariaDB")
+    lone = lone[lone["condition"] == "binlog=on"].assign(run_id="other-run")
+    alone = stats.analyze(both, CLAIMS["C4"]).iloc[0]
+    mixed = stats.analyze(pd.concat([both, lone], ignore_index=True), CLAIMS["C4"]).iloc[0]
+    assert mixed["server_version"] == alone["server_version"] == MARIADB
+    assert (mixed["estimate"], mixed["n_blocks"]) == (alone["estimate"], alone["n_blocks"])
+
+
 def test_paired_rounds_cancel_what_both_sides_share():
     """One server start per block, both sides alternating: the start's level cancels, so the
     interval is far narrower than with separate starts of the same noise."""

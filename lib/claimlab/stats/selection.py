@@ -192,8 +192,12 @@ def _group(comparison, target, base, treat, policy: Policy, notes, strata) -> Gr
     unmatched = int(blocks["unmatched"].sum())
     if unmatched:
         notes.append(f"{unmatched} round(s) with one side missing or excluded left out of the pairing")
+    # The servers of the blocks that pair: a run holding one side only (MariaDB's `defaults` in a
+    # comparison of MySQL versions) is left out above and is not named either.
+    paired = base_blocks & treat_blocks
+    in_pairs = pd.Series(list(zip(*(kept[key].tolist() for key in BLOCK_KEYS))), index=kept.index).isin(paired)
     return Group(comparison, target, blocks=blocks,
-                 server_versions=tuple(sorted(kept["server_version"].astype(str).unique())),
+                 server_versions=tuple(sorted(kept.loc[in_pairs, "server_version"].astype(str).unique())),
                  n_obs=(len(kept_base), len(kept_treat)), flagged_share=share, fast_share=fast_share, side=side,
                  notes=tuple(note for note in notes if note))
 
