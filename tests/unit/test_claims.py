@@ -32,7 +32,7 @@ def test_the_four_claims_and_their_published_ratios(claims):
         "C1": {"mismatch_vs_latin1": 0.7509, "mismatch_vs_utf8mb4": None, "utf8mb4_vs_latin1": None,
                "utf8mb4_vs_latin1_ps": None},
         "C2": {"uca_ai_vs_utf8mb3": 1.29, "utf8mb4_general_vs_utf8mb3": None,
-               "unicode_vs_general": None},
+               "unicode_vs_general": None, "utf8mb4_general_vs_latin1": None},
         "C3": {"v80_vs_v57_insert": 3.30, "v80_skiplogbin_vs_v57_insert": 1.15,
                "defaults80_vs_defaults57_insert": 3.30, "defaults_vs_v57_values_insert": 3.30,
                "v80_vs_v57_bulk_insert": None, "v97_vs_v57_insert": 3.30, "v80_vs_fork_bulk_insert": None,
