@@ -5,7 +5,7 @@ VENV    ?= .venv
 PY      := $(VENV)/bin/python
 PROFILE ?= quick
 OS_PACKAGES := mariadb-server sysbench chromium chromium-driver linux-perf valgrind patchelf debian-archive-keyring \
-               fonts-noto-cjk
+               fonts-noto-cjk iproute2
 PYTEST_ARGS ?=
 # MySQL 5.7 and 8.0 come as generic Linux tarballs from a mirror (CLAIMLAB_MYSQL_MIRROR: a folder or
 # URL with a SHA256SUMS; default MySQL's own site). Where a mirror sits beside the clone, it is used.

@@ -4,10 +4,10 @@ smoke profiles on the embedded MariaDB. One worker is killed mid-run and comes b
 start servers; a client is killed and its session resumed. The pooled table is checked against
 each host's own analysis.
 
-Addresses: this workplace allows only loopback addresses (or its own test hosts' addresses in
-namespaces a test makes, which it has none of), so each worker listens on an address of its own
-in 127.0.0.0/8 (127.0.0.2, .3, .4) in the machine's network namespace, not in a namespace of its
-own on a bridge: the scheduler restricts each task to its worker's address all the same.
+Addresses: the scheduler and each worker run in a network namespace of their own, on an address
+of a bridge the test makes (the client, this test, on the bridge in the machine's namespace);
+where namespaces cannot be made (not root), on loopback addresses 127.0.0.1-4, and the fixture
+says so (`hostnet`).
 """
 
 from __future__ import annotations
@@ -22,10 +22,10 @@ import subprocess
 import sys
 import tarfile
 import time
+import warnings
 from pathlib import Path
 
 import pandas as pd
-import psutil
 import pytest
 
 from claimlab import cluster, hosts_view, transfer
@@ -36,9 +36,10 @@ from claimlab.servers import reap
 from claimlab.store import read_results
 from claimlab.writer import RunStore
 from conftest import ROOT, run_cli
+from hostnet import HostNetwork, make
 
 DASK = str(Path(sys.executable).with_name("dask"))
-HOSTS = {"bench-a": "127.0.0.2", "bench-b": "127.0.0.3", "bench-c": "127.0.0.4"}
+HOSTS = ["bench-a", "bench-b", "bench-c"]
 EXPERIMENTS = ["binlog_default", "collation_cost"]
 # bench-c's servers cannot start: its `mariadbd` answers --version and exits at once otherwise
 BROKEN = """#!/bin/sh
@@ -59,19 +60,21 @@ def _free_port() -> int:
 class Cluster:
     """The scheduler and the workers this test started, by pid; nothing else is touched."""
 
-    def __init__(self, root: Path, mariadbd: str):
-        self.root, self.mariadbd = root, mariadbd
-        self.address = f"tcp://127.0.0.1:{_free_port()}"
+    def __init__(self, root: Path, mariadbd: str, net: HostNetwork):
+        self.root, self.mariadbd, self.net = root, mariadbd, net
+        host = net.addresses["scheduler"]
+        self.address = f"tcp://{host}:{_free_port() if net.why_loopback else 8786}"
         self.procs: dict[str, subprocess.Popen] = {}
         # the HTTP routes (health, metrics) listen even without the dashboard: on all addresses
         # unless told otherwise
-        self.start("scheduler", [DASK, "scheduler", "--host", "127.0.0.1", "--port", self.address.rsplit(":", 1)[1],
-                                 "--no-dashboard", "--dashboard-address", "127.0.0.1:0"], dict(os.environ))
+        self.start("scheduler", [DASK, "scheduler", "--host", host, "--port", self.address.rsplit(":", 1)[1],
+                                 "--no-dashboard", "--dashboard-address", f"{host}:0"], dict(os.environ))
 
     def start(self, name: str, cmd: list[str], env: dict) -> None:
         log = open(self.root / f"{name}.log", "ab")
-        self.procs[name] = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                            stdin=subprocess.DEVNULL, start_new_session=True)
+        self.procs[name] = subprocess.Popen(self.net.command(name, cmd), cwd=ROOT, env=env, stdout=log,
+                                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                            start_new_session=True)
 
     def worker_dir(self, name: str) -> Path:
         return self.root / name
@@ -87,9 +90,10 @@ class Cluster:
             (bin_dir / "mariadbd").write_text(BROKEN.format(real=self.mariadbd))
             (bin_dir / "mariadbd").chmod(0o755)
             env["PATH"] = f"{bin_dir}:{env['PATH']}"
-        self.start(name, [DASK, "worker", self.address, "--name", name, "--host", HOSTS[name],
+        address = self.net.addresses[name]
+        self.start(name, [DASK, "worker", self.address, "--name", name, "--host", address,
                           "--resources", "host=1", "--nthreads", "1", "--no-nanny", "--no-dashboard",
-                          "--dashboard-address", f"{HOSTS[name]}:0"], env)
+                          "--dashboard-address", f"{address}:0"], env)
 
     def wait_for(self, names: set[str], timeout: float = 60) -> dict[str, str]:
         from distributed import Client
@@ -100,10 +104,13 @@ class Cluster:
                 time.sleep(0.3)
             return cluster.hosts(client)
 
-    def listening(self, name: str) -> set[str]:
-        """The addresses a process of this test accepts connections on."""
-        conns = psutil.Process(self.procs[name].pid).net_connections(kind="inet")
-        return {c.laddr.ip for c in conns if c.status == psutil.CONN_LISTEN}
+    def http_ports(self) -> dict[str, int]:
+        """The port of each process's HTTP routes, as the scheduler knows them."""
+        from distributed import Client
+        with Client(self.address, timeout=30) as client:
+            info = client.scheduler_info(n_workers=-1)
+        return {"scheduler": info["services"]["dashboard"]} | \
+            {w["name"]: w["services"]["dashboard"] for w in info["workers"].values()}
 
     def kill(self, name: str) -> None:
         proc = self.procs.pop(name)
@@ -126,19 +133,26 @@ class Cluster:
 
 @pytest.fixture(scope="module")
 def dask_cluster(tmp_path_factory, mariadbd):
-    print("network: loopback addresses 127.0.0.2-4 (this workplace allows no other test "
-          "addresses), no namespaces of their own")
-    c = Cluster(tmp_path_factory.mktemp("cluster"), mariadbd)
+    net = make(["scheduler", *HOSTS])
+    print(net.describe())
+    if net.why_loopback:    # in the summary too: the weaker set-up is not to pass unseen
+        warnings.warn(net.describe(), stacklevel=1)
     try:
-        for name in HOSTS:
-            c.start_worker(name)
-        assert c.wait_for(set(HOSTS)) == HOSTS
-        assert c.listening("scheduler") == {"127.0.0.1"}
-        for name, address in HOSTS.items():     # each only on the address it was given
-            assert c.listening(name) == {address}
-        yield c
+        c = Cluster(tmp_path_factory.mktemp("cluster"), mariadbd, net)
+        try:
+            for name in HOSTS:
+                c.start_worker(name)
+            assert c.wait_for(set(HOSTS)) == {name: net.addresses[name] for name in HOSTS}
+            # each only on the address it was given, its HTTP routes included
+            for name, http in c.http_ports().items():
+                listening = net.listening(name, c.procs[name].pid)
+                assert {ip for ip, _ in listening} == {net.addresses[name]} and http in {p for _, p in listening}, \
+                    (name, listening)
+            yield c
+        finally:
+            c.close()
     finally:
-        c.close()
+        net.close()
 
 
 def _started_measuring(worker_dir: Path) -> bool:
