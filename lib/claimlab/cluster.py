@@ -18,6 +18,11 @@ Faults:
 - a worker killed mid-run: the client notes the run as interrupted in its session journal, and
   Dask sends the task again when the host's worker returns (with the same worker directory the
   runner resumes the interrupted run there: measured units are not measured twice);
+- a host gone for longer than a grace period (`move_after`): its jobs move to a live host of the
+  same kind, a worker resource `kind-NAME` (hosts of one processor measure alike, so one stands in
+  for another). Moving uses Dask's own means only: the task is cancelled (so the first host, should
+  it return, does not measure it too) and submitted again under a key of its own, restricted to
+  the other host; the journal says "moved". The run then names the host that measured it;
 - a killed client: the tasks are `fire_and_forget`, so they finish and wait packed in the
   worker's outbox; `claimlab run --resume SESSION --scheduler ...` submits the same keys again
   and collects them; a run already stored is recognised by its checksums and not stored twice;
@@ -35,7 +40,8 @@ import json
 import os
 import time
 import uuid
-from dataclasses import dataclass, field
+from collections import Counter
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
@@ -45,6 +51,8 @@ from .store import load_manifest, read_jsonl, runs_root
 from .transfer import archive_run, import_run
 
 RESOURCE = "host"
+KIND = "kind-"                # a worker's kind: the resource kind-NAME=1 it offers besides host=1
+MOVE_AFTER_S = 600.0          # a host gone this long has its jobs moved to a live host of its kind
 TOPIC = "claimlab-started"    # a Dask event per task start: which lost tasks were measuring
 POLL_S = 1.0
 JOURNAL_DIR = ".cluster"      # under the client's data root: one journal per session
@@ -110,10 +118,19 @@ def hosts(client) -> dict[str, str]:
 
     Tasks are restricted by host, not by worker address: a worker that comes back on the same
     machine listens on a new port, and its task must still find it."""
+    return {name: host for name, (host, _) in offering(client.scheduler_info(n_workers=-1)["workers"]).items()}
+
+
+def offering(workers: dict) -> dict[str, tuple[str, str]]:
+    """Worker name -> (its host, its kind) of each worker (`scheduler_info()["workers"]`) offering
+    `host=1`. The kind is NAME of the resource `kind-NAME` it offers; "" (none declared): the
+    host stands in for no other, and its jobs wait for it alone."""
     out = {}
-    for address, info in client.scheduler_info(n_workers=-1)["workers"].items():
-        if info.get("resources", {}).get(RESOURCE, 0) >= 1:
-            out[str(info.get("name", address))] = info["host"]
+    for address, info in workers.items():
+        resources = info.get("resources", {})
+        if resources.get(RESOURCE, 0) >= 1:
+            kinds = sorted(r[len(KIND):] for r in resources if r.startswith(KIND))
+            out[str(info.get("name", address))] = (info["host"], kinds[0] if kinds else "")
     return out
 
 
@@ -204,17 +221,20 @@ def _packed(outbox: Path, host: str, resumed: bool) -> dict:
 @dataclass(frozen=True)
 class Job:
     """One task: (experiment, target, host). Its key names the session, so a resumed session
-    submits the very same keys."""
+    submits the very same keys. A job moved from a host gone for good (`moved_from`) has a key of
+    its own: the new host's own job of the same experiment keeps its key."""
 
     session: str
     experiment: str
     target: str
     host: str
     profile: str
+    moved_from: str = ""
 
     @property
     def key(self) -> str:
-        return f"claimlab-{self.session}-{self.experiment}-{self.target}-{self.host}"
+        moved = f"-from-{self.moved_from}" if self.moved_from else ""
+        return f"claimlab-{self.session}-{self.experiment}-{self.target}-{self.host}{moved}"
 
 
 @dataclass
@@ -223,6 +243,7 @@ class Session:
     stored: dict[Job, Path] = field(default_factory=dict)
     failed: dict[Job, str] = field(default_factory=dict)
     interrupted: list[Job] = field(default_factory=list)
+    moved: dict[Job, Job] = field(default_factory=dict)     # the job of a host gone -> the job sent instead
 
 
 class Journal:
@@ -237,12 +258,31 @@ class Journal:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         where = {"experiment": job.experiment, "target": job.target, "host": job.host,
                  "profile": job.profile, "key": job.key} if job else {}
+        if job and job.moved_from:
+            where["moved_from"] = job.moved_from
         _append(self.path, json.dumps({"at": now(), "event": event, **where, **fields}, sort_keys=True) + "\n")
 
     def read(self) -> list[dict]:
         if not self.path.exists():
             raise ClaimlabError(f"no cluster session {self.path.stem!r} under {self.path.parent}")
         return read_jsonl(self.path)
+
+    def unfinished(self, records: list[dict]) -> list[Job]:
+        """The jobs of the session neither stored nor failed: a moved job's first key is done,
+        its new one is not."""
+        jobs: dict[str, Job] = {}
+        for r in records:
+            if r["event"] == "submitted":
+                jobs[r["key"]] = Job(self.path.stem, r["experiment"], r["target"], r["host"], r["profile"],
+                                     r.get("moved_from", ""))
+            elif r["event"] == "moved":
+                jobs.pop(r["key"], None)
+                job = Job(self.path.stem, r["experiment"], r["target"], r["to"], r["profile"],
+                          r.get("moved_from") or r["host"])
+                jobs[job.key] = job
+            elif r["event"] in ("stored", "failed"):
+                jobs.pop(r["key"], None)
+        return list(jobs.values())
 
 
 def new_session() -> str:
@@ -251,25 +291,29 @@ def new_session() -> str:
 
 def run(where: Endpoint, experiments: list[str], *, profile: str, targets: list[str] | None = None,
         declared_only: bool = False, data_root: Path | None = None, resume: str | None = None,
-        log: Callable[[str], None] = print) -> Session:
+        move_after: float | None = None, log: Callable[[str], None] = print) -> Session:
     """Every experiment on each target (None: its default) and each host, all sent at once so
     that each host works through its own queue; runs stored as they come back. `declared_only`:
     each experiment on those of `targets` it declares, else its default (`report.chosen_targets`).
     With `resume`, the session's jobs not yet stored are sent again (what finished while no
-    client waited is collected from the workers' outboxes)."""
+    client waited is collected from the workers' outboxes). A host gone for `move_after` seconds
+    (default MOVE_AFTER_S) has its jobs moved to a live host of its kind."""
     from . import params as params_mod
     from .store import project_root
+    if move_after is not None and not move_after >= 0:
+        raise ClaimlabError(f"--move-after {move_after:g}: expected the seconds a host may be gone (0 or more)")
     data_root = Path(data_root or runs_root())
     root = project_root()
     client = connect(where)
     try:
-        on = hosts(client)
+        live = offering(client.scheduler_info(n_workers=-1)["workers"])
+        on = {name: host for name, (host, _) in live.items()}
+        kinds = {name: kind for name, (_, kind) in live.items()}
         if resume:
             journal = Journal(data_root, resume)
             records = journal.read()
-            done = {r["key"] for r in records if r["event"] in ("stored", "failed")}
-            jobs = list({r["key"]: Job(resume, r["experiment"], r["target"], r["host"], r["profile"])
-                         for r in records if r["event"] == "submitted" and r["key"] not in done}.values())
+            jobs = journal.unfinished(records)
+            kinds = {r["host"]: r["kind"] for r in records if r.get("kind")} | kinds
             session = Session(resume)
             gone = sorted({j.host for j in jobs} - set(on))
             if gone:
@@ -291,31 +335,44 @@ def run(where: Endpoint, experiments: list[str], *, profile: str, targets: list[
                     jobs += [Job(session.session, exp.name, target, name, profile) for name in sorted(on)]
             log(f"cluster session {session.session}: {len(jobs)} run(s) on {len(on)} host(s) "
                 f"({', '.join(sorted(on))}); resume with --resume {session.session}")
-        _collect(client, journal, jobs, on, session, data_root, root, log)
+        pending = {}
+        for job in jobs:
+            pending[_submit(client, job, on.get(job.host, job.host), root)] = job
+            journal.write("submitted", job, kind=kinds.get(job.host, ""))
+        _collect(client, journal, pending, kinds, session, data_root, root, log,
+                 MOVE_AFTER_S if move_after is None else move_after)
     finally:
         client.close()
     return session
 
 
-def _collect(client, journal: Journal, jobs: list[Job], on: dict[str, str], session: Session,
-             data_root: Path, root: Path, log) -> None:
+def _submit(client, job: Job, host: str, root: Path):
+    """The job's task, restricted to `host` (its worker's address, or its name while it is gone)."""
     from distributed import fire_and_forget
 
     from . import params as params_mod
-    futures = {}
-    for job in jobs:
-        text = params_mod.find(job.experiment, root / "params").read_text()
-        future = client.submit(measure, job.key, job.experiment, text, job.profile, job.target,
-                               key=job.key, workers=[on.get(job.host, job.host)], allow_other_workers=False,
-                               resources={RESOURCE: 1}, retries=0, pure=False)
-        fire_and_forget(future)     # a killed client leaves it to finish, packed in the outbox
-        futures[future] = job
-        journal.write("submitted", job)
-    pending = dict(futures)
+    text = params_mod.find(job.experiment, root / "params").read_text()
+    future = client.submit(measure, job.key, job.experiment, text, job.profile, job.target,
+                           key=job.key, workers=[host], allow_other_workers=False,
+                           resources={RESOURCE: 1}, retries=0, pure=False)
+    fire_and_forget(future)     # a killed client leaves it to finish, packed in the outbox
+    return future
+
+
+def _collect(client, journal: Journal, pending: dict, kinds: dict[str, str], session: Session,
+             data_root: Path, root: Path, log, move_after: float) -> None:
     where: dict[str, str] = {}      # key -> the worker address processing it, as last seen
     lost: dict[str, int] = {}       # key -> starts already counted as interrupted
+    gone: dict[str, float] = {}     # host -> since when (monotonic) no worker of that name is there
     while pending:
         workers = client.scheduler_info(n_workers=-1)["workers"]
+        live = offering(workers)
+        kinds.update({name: kind for name, (_, kind) in live.items()})
+        for host in {job.host for job in pending.values()}:
+            if host in live:
+                gone.pop(host, None)
+            else:
+                gone.setdefault(host, time.monotonic())
         for address, keys in client.processing().items():
             for key in keys:
                 where[key] = address
@@ -325,19 +382,45 @@ def _collect(client, journal: Journal, jobs: list[Job], on: dict[str, str], sess
         for future, job in list(pending.items()):
             if where.get(job.key) and where[job.key] not in workers and not future.done():
                 del where[job.key]      # sent to a worker, not yet started there: Dask simply sends it again
-                if starts.get(job.key, 0) <= lost.get(job.key, 0):
-                    continue
-                lost[job.key] = starts[job.key]
-                session.interrupted.append(job)
-                journal.write("interrupted", job, reason="the host's worker left mid-run")
-                log(f"{job.host}: lost mid-run ({job.experiment} on {job.target}): interrupted; "
-                    "Dask sends it again when the host's worker returns")
-            if not future.done():
-                continue
-            del pending[future]
-            _store(future, job, journal, session, data_root, log)
+                if starts.get(job.key, 0) > lost.get(job.key, 0):
+                    lost[job.key] = starts[job.key]
+                    session.interrupted.append(job)
+                    journal.write("interrupted", job, reason="the host's worker left mid-run")
+                    log(f"{job.host}: lost mid-run ({job.experiment} on {job.target}): interrupted; "
+                        "Dask sends it again when the host's worker returns"
+                        + (f" (or, after {move_after:g} s, to another host of kind {kinds[job.host]})"
+                           if kinds.get(job.host) else ""))
+            if future.done():
+                del pending[future]
+                _store(future, job, journal, session, data_root, log)
+            elif job.host in gone and time.monotonic() - gone[job.host] >= move_after:
+                to = _move(client, future, job, pending, live, kinds.get(job.host, ""), journal, session, root)
+                if to:
+                    log(f"{job.host}: gone for {move_after:g} s or more; {job.experiment} on {job.target} "
+                        f"moved to {to}, a host of its kind ({kinds[job.host]})")
         if pending:
             time.sleep(POLL_S)
+
+
+def _move(client, future, job: Job, pending: dict, live: dict[str, tuple[str, str]], kind: str,
+          journal: Journal, session: Session, root: Path) -> str | None:
+    """A gone host's job, to the live host of its kind with the fewest jobs waiting (its name;
+    None: no host of its kind is there, and the job waits for its own). The old task
+    is cancelled first, with force (a fire-and-forget task is otherwise kept for its other
+    owner), so the first host, should it return, does not measure it too; the journal's "moved"
+    names the new job, which `--resume` sends in place of the old."""
+    waiting = Counter(j.host for j in pending.values())
+    others = sorted((waiting[name], name) for name, (_, k) in live.items() if kind and k == kind and name != job.host)
+    if not others:
+        return None
+    to = others[0][1]
+    client.cancel([future], force=True, reason=f"moved to {to}")
+    moved = replace(job, host=to, moved_from=job.moved_from or job.host)
+    del pending[future]
+    pending[_submit(client, moved, live[to][0], root)] = moved
+    session.moved[job] = moved
+    journal.write("moved", job, to=to, new_key=moved.key, kind=kind)
+    return to
 
 
 def _store(future, job: Job, journal: Journal, session: Session, data_root: Path, log) -> None:
@@ -365,13 +448,13 @@ def _store(future, job: Job, journal: Journal, session: Session, data_root: Path
 # -- the report's runs ---------------------------------------------------------------------------
 
 def report_runs(where: Endpoint, experiments: list[str] | None, *, profile: str, targets: list[str],
-                data_root: Path | None, log=print) -> list[str]:
+                data_root: Path | None, move_after: float | None = None, log=print) -> list[str]:
     """`claimlab report --scheduler`: every claim's runs on every host, stored here; the report
     then re-analyses them as stored runs. A target an experiment does not declare is left out
     for it (as `report.chosen_targets` does on one machine)."""
     from . import report
     session = run(where, experiments or list(report.NOTEBOOKS), profile=profile, targets=targets,
-                  declared_only=True, data_root=data_root, log=log)
+                  declared_only=True, data_root=data_root, move_after=move_after, log=log)
     run_ids = [path.name for path in session.stored.values()]
     if not run_ids:
         raise ClaimlabError(f"--scheduler {where.address}: no run came back from any host")

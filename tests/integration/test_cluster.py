@@ -1,8 +1,8 @@
 """Experiments spread over Dask workers, for real: a scheduler and three worker processes, each
 with its own working directory, data-directory cache and binary placements, running two claims'
 smoke profiles on the embedded MariaDB. One worker is killed mid-run and comes back; one cannot
-start servers; a client is killed and its session resumed. The pooled table is checked against
-each host's own analysis.
+start servers; a client is killed and its session resumed; a worker killed for good has its job
+moved to the host of its kind. The pooled table is checked against each host's own analysis.
 
 Addresses: the scheduler and each worker run in a network namespace of their own, on an address
 of a bridge the test makes (the client, this test, on the bridge in the machine's namespace);
@@ -39,7 +39,7 @@ from conftest import ROOT, run_cli
 from hostnet import HostNetwork, make
 
 DASK = str(Path(sys.executable).with_name("dask"))
-HOSTS = ["bench-a", "bench-b", "bench-c"]
+KINDS = {"bench-a": "epyc", "bench-b": "epyc", "bench-c": ""}    # the worker hosts and their kinds
 EXPERIMENTS = ["binlog_default", "collation_cost"]
 # bench-c's servers cannot start: its `mariadbd` answers --version and exits at once otherwise
 BROKEN = """#!/bin/sh
@@ -90,9 +90,10 @@ class Cluster:
             (bin_dir / "mariadbd").write_text(BROKEN.format(real=self.mariadbd))
             (bin_dir / "mariadbd").chmod(0o755)
             env["PATH"] = f"{bin_dir}:{env['PATH']}"
+        resources = "host=1" + (f",{cluster.KIND}{KINDS[name]}=1" if KINDS[name] else "")
         address = self.net.addresses[name]
         self.start(name, [DASK, "worker", self.address, "--name", name, "--host", address,
-                          "--resources", "host=1", "--nthreads", "1", "--no-nanny", "--no-dashboard",
+                          "--resources", resources, "--nthreads", "1", "--no-nanny", "--no-dashboard",
                           "--dashboard-address", f"{address}:0"], env)
 
     def wait_for(self, names: set[str], timeout: float = 60) -> dict[str, str]:
@@ -127,22 +128,22 @@ class Cluster:
                 except subprocess.TimeoutExpired:
                     proc.kill()
                     proc.wait()
-        for name in HOSTS:    # servers a killed worker's runner left behind, in its own work directory
+        for name in KINDS:    # servers a killed worker's runner left behind, in its own work directory
             reap(self.worker_dir(name) / "work")
 
 
 @pytest.fixture(scope="module")
 def dask_cluster(tmp_path_factory, mariadbd):
-    net = make(["scheduler", *HOSTS])
+    net = make(["scheduler", *KINDS])
     print(net.describe())
     if net.why_loopback:    # in the summary too: the weaker set-up is not to pass unseen
         warnings.warn(net.describe(), stacklevel=1)
     try:
         c = Cluster(tmp_path_factory.mktemp("cluster"), mariadbd, net)
         try:
-            for name in HOSTS:
+            for name in KINDS:
                 c.start_worker(name)
-            assert c.wait_for(set(HOSTS)) == {name: net.addresses[name] for name in HOSTS}
+            assert c.wait_for(set(KINDS)) == {name: net.addresses[name] for name in KINDS}
             # each only on the address it was given, its HTTP routes included
             for name, http in c.http_ports().items():
                 listening = net.listening(name, c.procs[name].pid)
@@ -313,6 +314,51 @@ def test_a_report_over_the_cluster_has_a_per_host_view(dask_cluster, tmp_path):
         assert per_host.set_index("host").loc[host, "processor"] in line
     assert "pooled over 2 hosts" in result.stdout
     assert (tmp_path / "reports" / "index.html").exists()
+
+
+def test_a_host_gone_for_good_has_its_job_moved_to_a_host_of_its_kind(dask_cluster, tmp_path):
+    """The last test on the cluster: bench-a does not come back."""
+    import threading
+    store = tmp_path / "store"
+    lines: list[str] = []
+    out: dict = {}
+    where = cluster.endpoint(dask_cluster.address, None)
+    thread = threading.Thread(target=lambda: out.update(session=cluster.run(
+        where, ["binlog_default"], profile="smoke", targets=["mariadb"], data_root=store, move_after=1,
+        log=lines.append)))
+    thread.start()
+    deadline = time.monotonic() + 90
+    while not _started_measuring(dask_cluster.worker_dir("bench-a")):
+        assert time.monotonic() < deadline and thread.is_alive(), "\n".join(lines)
+        time.sleep(0.2)
+    dask_cluster.kill("bench-a")
+    thread.join(timeout=240)
+    assert not thread.is_alive(), "\n".join(lines)
+    session = out["session"]
+
+    ((old, new),) = session.moved.items()
+    assert (old.host, new.host, new.moved_from) == ("bench-a", "bench-b", "bench-a") and new.key != old.key
+    assert sorted((j.host, j.moved_from) for j in session.stored) == [("bench-b", ""), ("bench-b", "bench-a")]
+    assert [j.host for j in session.failed] == ["bench-c"] and [j.host for j in session.interrupted] == ["bench-a"]
+    assert any(x.startswith("bench-a: gone for 1 s or more;") and "moved to bench-b" in x for x in lines), lines
+    stored = sorted(store.glob("*/*/manifest.json"))
+    assert len(stored) == 2 and not list((store / transfer.STAGING_DIR).iterdir())
+    for path in stored:     # both measured by bench-b, each whole and once
+        assert json.loads(path.read_text())["provenance"]["host"]["worker_name"] == "bench-b"
+        df = read_results(path.parent)
+        assert df.attrs["run_state"]["verified"] and df.attrs["run_state"]["status"] == "complete"
+        assert not df.duplicated(["condition", "workload", "repetition", "iteration", "metric"]).any()
+    journal = [json.loads(x) for x in next((store / cluster.JOURNAL_DIR).glob("*.jsonl")).read_text().splitlines()]
+    assert sorted(r["event"] for r in journal) == sorted(["submitted"] * 3 + ["interrupted", "moved", "failed"]
+                                                       + ["stored"] * 2)
+    (moved,) = [r for r in journal if r["event"] == "moved"]
+    assert (moved["key"], moved["to"], moved["new_key"]) == (old.key, "bench-b", new.key)
+    assert new.key in {r["key"] for r in journal if r["event"] == "stored"}
+    assert cluster.Journal(store, session.session).unfinished(journal) == []
+    # the first task was cancelled for good: should bench-a return, nothing is left for it to run
+    from distributed import Client
+    with Client(dask_cluster.address, timeout=30) as client:    # a lambda: pickled by value, not by module
+        assert not client.run_on_scheduler(lambda dask_scheduler, key=old.key: key in dask_scheduler.tasks)
 
 
 def _finished_run(root: Path) -> Path:

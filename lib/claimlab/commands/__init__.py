@@ -35,7 +35,13 @@ def cluster_options(p: argparse.ArgumentParser) -> None:
                    "experiment runs on every worker host offering the resource host=1 (docs/cluster.md)")
     c.add_argument("--cluster-file", type=Path, metavar="FILE", help="a YAML file naming the scheduler "
                    "(scheduler: ADDRESS) and, optionally, its TLS files")
+    p.add_argument("--move-after", type=float, metavar="SECONDS", help="on a cluster: a host gone this long "
+                   "has its jobs moved to a live host of its kind (resource kind-NAME; default 600)")
 
 
 def on_cluster(args) -> bool:
-    return bool(getattr(args, "scheduler", None) or getattr(args, "cluster_file", None))
+    cluster = bool(getattr(args, "scheduler", None) or getattr(args, "cluster_file", None))
+    if getattr(args, "move_after", None) is not None and not cluster:
+        raise ClaimlabError("--move-after: it moves jobs between cluster hosts, so it goes with --scheduler "
+                            "or --cluster-file")
+    return cluster

@@ -55,7 +55,7 @@ def main(args) -> int:
         from .. import cluster
         args.from_data = cluster.report_runs(cluster.endpoint(args.scheduler, args.cluster_file), args.only,
                                              profile=args.profile, targets=args.targets, data_root=args.data,
-                                             log=log)
+                                             move_after=args.move_after, log=log)
     if args.from_data is None:   # the run phase, here in the command: an interrupt stops its servers
         runs = campaign.measure(args.only, profile=args.profile, targets=args.targets, data_dir=args.data,
                                 cpu_evidence=args.cpu_evidence, log=log)

@@ -82,7 +82,8 @@ def _run_on_cluster(args) -> int:
                             "the worker), so --work does not go with --scheduler or --cluster-file")
     session = cluster.run(cluster.endpoint(args.scheduler, args.cluster_file), [args.params],
                           profile=args.profile, targets=[args.target] if args.target else None,
-                          data_root=args.data, resume=args.resume, log=lambda line: print(line, file=sys.stderr))
+                          data_root=args.data, resume=args.resume, move_after=args.move_after,
+                          log=lambda line: print(line, file=sys.stderr))
     for job, path in session.stored.items():
         print(f"run {path.name}: {job.experiment} on {job.target}, host {job.host}, stored in {path}")
     if session.stored:
