@@ -76,6 +76,13 @@ class Condition:
         return ",".join(f"{factor}={level}" for factor, level in self.levels)
 
 
+def equivalence_band(margin: float) -> tuple[float, float]:
+    """The ratios that count as "no difference" at `margin`: [1 / (1 + m), 1 + m], symmetric on
+    the log scale so that the verdict does not depend on which side is the baseline. Declared with
+    the margin, so that a claim is checked against the band its verdicts use."""
+    return 1 / (1 + margin), 1 + margin
+
+
 @dataclass(frozen=True)
 class Comparison:
     """Treatment against baseline on one workload and metric, and what the source predicts.
@@ -83,7 +90,7 @@ class Comparison:
     `published_ratio` is treatment/baseline of the metric as published (None when the source gave
     only a direction). `direction` says which way the ratio moves if the claim holds; it is
     derived from the ratio when one is published. A `null` comparison predicts no difference and
-    is decided against `equivalence_margin` (a ratio within 1 ± margin counts as no difference).
+    is decided against `equivalence_margin` (a ratio in `equivalence_band(margin)` counts as no difference).
     `family` names the multiplicity family whose error rate is controlled jointly (default: the
     comparison alone); equivalence comparisons never share a family with effects. `statistic`
     says what each block contributes: "mean" (geometric means; the default) or each side's
@@ -138,11 +145,13 @@ class Comparison:
                 )
             # A published effect inside the no-effect band could never be "supported, as
             # published", and an interval around it could be called "no effect".
-            if abs(self.published_ratio - 1) <= self.equivalence_margin:
+            low, high = equivalence_band(self.equivalence_margin)
+            if low <= self.published_ratio <= high:
+                below = max(self.published_ratio - 1, 1 / self.published_ratio - 1)
                 raise ValueError(
                     f"published_ratio {self.published_ratio:g} lies inside the no-effect band "
-                    f"1 ± {self.equivalence_margin:g}: declare an equivalence_margin below "
-                    f"{abs(self.published_ratio - 1):.3g}"
+                    f"[{low:.3g}, {high:.3g}] (margin {self.equivalence_margin:g}): declare an "
+                    f"equivalence_margin below {below:.3g}"
                 )
         if self.direction not in DIRECTIONS:
             raise ValueError(f"an effect needs a direction in {DIRECTIONS} or a published ratio")

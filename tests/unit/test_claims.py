@@ -131,9 +131,10 @@ def test_unknown_keys_are_rejected_with_their_path(raw, edit, field, allowed):
         (lambda c: c.update(treatment={"binlog": "off"}), "claims.C4.comparisons[0]", "same condition"),
         (lambda c: c.update(equivalence_margin=1.5), "claims.C4.comparisons[0]", "margin"),
         (lambda c: c.update(published_ratio=1.04), "claims.C4.comparisons[0]",
-         r"1.04 lies inside the no-effect band 1 ± 0.05: declare an equivalence_margin below 0.04"),
-        (lambda c: c.update(published_ratio=0.9, equivalence_margin=0.1), "claims.C4.comparisons[0]",
-         "inside the no-effect band"),
+         r"1.04 lies inside the no-effect band \[0.952, 1.05\] \(margin 0.05\): declare an "
+         r"equivalence_margin below 0.04"),
+        (lambda c: c.update(published_ratio=0.92, equivalence_margin=0.1), "claims.C4.comparisons[0]",
+         "inside the no-effect band .* below 0.087"),
         (lambda c: c.pop("metric"), "claims.C4.comparisons[0].metric", "is required"),
         (lambda c: c.update(name="Binlog On"), "claims.C4.comparisons[0].name", "snake_case"),
         (lambda c: c.update(published_ratio=float("nan")), "claims.C4.comparisons[0].published_ratio",
@@ -181,3 +182,17 @@ def test_comparison_validates_when_built_directly():
         Comparison(name="x", experiment="e", workload="w", metric="m",
                    baseline=Condition.of({"f": "a"}), treatment=Condition.of({"f": "b"}),
                    kind="effect", source_target="MySQL 8.0")
+
+
+@pytest.mark.parametrize("ratio, accepted", [(0.951, True), (0.9525, False), (1.049, False), (1.051, True),
+                                             (1 / 1.051, True), (1 / 1.049, False)])
+def test_a_published_effect_is_refused_inside_the_verdicts_band_and_only_there(raw, ratio, accepted):
+    """The band is [1/(1+m), 1+m] (symmetric on the log scale, as the verdicts use it): 0.951
+    lies outside it at m = 0.05 and is a testable effect, though |0.951 - 1| <= 0.05."""
+    raw["claims"]["C4"]["comparisons"][0].update(published_ratio=ratio, direction=None)
+    raw["claims"]["C4"]["comparisons"][0].pop("direction")
+    if accepted:
+        assert parse_claims(raw, "claims.yaml")["C4"].comparisons[0].published_ratio == ratio
+    else:
+        with pytest.raises(ConfigError, match="inside the no-effect band"):
+            parse_claims(raw, "claims.yaml")

@@ -31,7 +31,7 @@ from .power import (
 )
 from .selection import Group, Policy, comparison_groups, family_sizes
 from .sequential import design_label_chances, sequential_alpha
-from .verdicts import EDGE_FACTOR, edge_label, labeller, target_note, verdict
+from .verdicts import EDGE_FACTOR, edge_label, equivalence_band, labeller, target_note, verdict
 
 SMALL_EFFECT = 0.05
 RERUN_NOTED = 0.95   # a verdict note gives the rerun chance below this
@@ -317,7 +317,8 @@ def _settle_note(settle: float, n_runs: int) -> str:
 
 def _needed_note(row, comparison, units: str) -> str:
     if comparison.kind == "null":
-        goal = f"show equivalence within 1 ± {comparison.equivalence_margin:g}"
+        low, high = equivalence_band(comparison.equivalence_margin)
+        goal = f"show equivalence within [{low:.3g}, {high:.3g}]"
     elif comparison.published_ratio is not None:
         goal = f"detect the published {comparison.published_ratio:g}"
     else:

@@ -58,6 +58,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..claims import equivalence_band
+
 VERDICTS = ("supported", "contradicted", "inconclusive", "not_tested")
 # How much wider (or narrower) an interval another run could plausibly give: the t interval's
 # width is itself estimated from a handful of blocks (7 df: its half-width's own SD is about a
@@ -78,12 +80,6 @@ class Verdict:
     def __post_init__(self) -> None:
         if self.word not in VERDICTS:
             raise ValueError(f"verdict must be one of {VERDICTS}, not {self.word!r}")
-
-
-def equivalence_band(margin: float) -> tuple[float, float]:
-    """The ratios that count as "no difference" at `margin`: [1 / (1 + m), 1 + m], symmetric on
-    the log scale so that the verdict does not depend on which side is the baseline."""
-    return 1 / (1 + margin), 1 + margin
 
 
 def verdict(kind: str, direction: str | None, published: float | None, margin: float,
