@@ -193,9 +193,23 @@ def load(path: str | Path, profile: str = "quick", target_name: str | None = Non
     source = str(path)
     if profile not in params_mod.PROFILES:
         raise ConfigError(source, "profile", f"must be one of {', '.join(params_mod.PROFILES)}")
-    document = read_yaml(path)
+    return _of_document(read_yaml(path), check_name(path.stem, source, "(file name)"), source, profile, target_name)
+
+
+def of_run(run_dir: Path) -> Ablation:
+    """The ablation a stored run measured, from its manifest (the file's document, profile and
+    target as they were), so that a later edit of the file cannot mislabel an old run's steps."""
+    from .store import read_manifest
+    m = read_manifest(run_dir)
+    source = f"{run_dir.name} ({m.get('params_file') or 'manifest'})"
+    if m.get("claim") != "ablation" or not isinstance(m.get("params"), dict):
+        raise DataError(f"{run_dir}: run of {m.get('experiment')!r} is not an ablation run")
+    return _of_document(m["params"], check_name(m["experiment"], source, "experiment"), source, m["profile"],
+                        m.get("default_target"))
+
+
+def _of_document(document: dict, name: str, source: str, profile: str, target_name: str | None) -> Ablation:
     doc = validate(AblationFile, document, source)
-    name = check_name(path.stem, source, "(file name)")
     targets = {tname: target_spec(tname, tdata, source, f"targets.{tname}")
                for tname, tdata in doc.targets.items()}
     if target_name is not None and target_name not in targets:
@@ -240,14 +254,22 @@ def run(ablation: Ablation, *, data_root: Path | None = None, work_root: Path | 
 def stored_run(ablation: Ablation, run_id: str | None = None, *, data_root: Path | None = None) -> Path:
     """The run an investigation reads: `run_id` if given, else the newest complete stored run of
     this ablation. Notebooks read stored runs only: measuring is `claimlab ablate`'s."""
-    from .store import find_run, list_runs
+    from .store import find_run
     if run_id:
         return find_run(run_id, data_root)
-    stored = [r for r in list_runs(data_root) if r["experiment"] == ablation.name and r["status"] == "complete"]
-    if not stored:
+    newest = newest_run(ablation.name, data_root)
+    if newest is None:
         raise DataError(f"no complete stored run of ablation {ablation.name!r}: run `claimlab ablate "
                         f"{ablation.name}` first")
-    return Path(max(stored, key=lambda r: r["created_at"] or "")["path"])
+    return newest
+
+
+def newest_run(name: str, data_root: Path | None = None) -> Path | None:
+    """The newest complete stored run of the ablation `name` (under `data_root`, else runs/ then
+    data/raw), None when there is none: a report then says it was not run."""
+    from .store import list_runs
+    stored = [r for r in list_runs(data_root) if r["experiment"] == name and r["status"] == "complete"]
+    return Path(max(stored, key=lambda r: r["created_at"] or "")["path"]) if stored else None
 
 
 # --------------------------------------------------------------------------- attribution
