@@ -16,17 +16,19 @@ from typing import Iterable
 
 from . import params as params_mod
 from .errors import ClaimlabError, Interrupted
-from .report import INVESTIGATIONS, NOTEBOOKS, check_targets, per_target, published_runs
+from .report import CLAIM_ABLATIONS, INVESTIGATIONS, NOTEBOOKS, check_targets, per_target, published_runs
 from .store import list_runs, project_root
 
 
 @dataclass
 class Runs:
-    """What the render phase reads: run ids per claim experiment, and the ablation run of each
-    investigation (None: none stored and none made, the investigation is left out)."""
+    """What the render phase reads: run ids per claim experiment, the ablation run of each
+    investigation (None: none stored and none made, the investigation is left out), and of each
+    claim report's own ablation (report.CLAIM_ABLATIONS; None: the report says it was not run)."""
 
     claims: dict[str, list[str]] = field(default_factory=dict)
     investigations: dict[str, str | None] = field(default_factory=dict)
+    ablations: dict[str, str | None] = field(default_factory=dict)
 
     def all_ids(self) -> list[str]:
         return [run_id for ids in self.claims.values() for run_id in ids]
@@ -90,7 +92,8 @@ def measure(experiments: Iterable[str] | None = None, *, profile: str = "quick",
     if made:
         from .preload import summary
         log(f"set-up: loaded the tables in {time.monotonic() - began:.0f} s: {summary(made)}")
-    runs = Runs(claims={s.experiment: [] for s in claim_steps})
+    runs = Runs(claims={s.experiment: [] for s in claim_steps},
+                ablations=_claim_ablations({s.experiment for s in claim_steps}, data_dir))
     for name, (_, ablation_name) in INVESTIGATIONS.items():
         if investigations and experiments is None:
             runs.investigations[name] = _newest_ablation(ablation_name, data_dir)
@@ -151,7 +154,15 @@ def stored(run_ids: list[str] | None, data_dir: Path | None = None,
     if experiments is None:
         runs.investigations = {name: _newest_ablation(ablation_name, data_dir)
                                for name, (_, ablation_name) in INVESTIGATIONS.items()}
+    runs.ablations = _claim_ablations(runs.claims, data_dir)
     return runs
+
+
+def _claim_ablations(experiments: Iterable[str], data_dir: Path | None) -> dict[str, str | None]:
+    """The newest stored run of each rendered claim's own ablation: a claim report shows it, and
+    measuring it is `claimlab ablate`'s (C3's toggles restart MySQL 8.0.40 thirty times at the
+    smoke size, more than a quick report can spend)."""
+    return {name: _newest_ablation(CLAIM_ABLATIONS[name], data_dir) for name in experiments if name in CLAIM_ABLATIONS}
 
 
 def _eta(durations: list[float], left: int) -> str:
@@ -178,8 +189,9 @@ def _stored_ablation(ablation_name: str, data_dir: Path | None) -> bool:
 
 def _newest_ablation(ablation_name: str, data_dir: Path | None) -> str | None:
     """The newest complete stored run of an ablation where the notebooks will look."""
-    done = [r for r in list_runs(data_dir) if r["experiment"] == ablation_name and r["status"] == "complete"]
-    return max(done, key=lambda r: r["created_at"] or "")["run_id"] if done else None
+    from .ablation import newest_run
+    newest = newest_run(ablation_name, data_dir)
+    return newest.name if newest else None
 
 
 def _cut_run(experiment: str, data_dir: Path | None, since: str) -> str | None:

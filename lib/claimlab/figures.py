@@ -7,6 +7,7 @@ neighbours' noise are visible rather than averaged away.
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -15,6 +16,7 @@ import seaborn as sns
 from matplotlib import ticker
 
 from . import wording
+from .gap import MOST
 
 # Sources and labels may be Chinese: matplotlib falls back glyph by glyph along this list, so a
 # CJK title draws in Noto Sans CJK (fonts-noto-cjk, installed by `make setup`) instead of boxes.
@@ -321,5 +323,48 @@ def ladder(rungs: pd.DataFrame, title: str = "") -> plt.Figure:
         if len(published):
             ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=9, frameon=False)
     fig.suptitle(title or "Each claim's main ratio by server, in release order (MariaDB apart)", fontsize=12)
+    fig.tight_layout()
+    return fig
+
+
+def gap_shares(table: pd.DataFrame, title: str = "") -> plt.Figure:
+    """Where C3's gap goes (`gap.binlog_shares`): each share of a gap with its interval, on one
+    axis from none of the gap to all of it, a dashed line at half (C4's "most of the gap") and
+    seed 004's own share as a cross. An unbounded interval is drawn as a grey band across the
+    axis, said in words: this run cannot tell the gap from none."""
+    rows = table.reset_index(drop=True)
+    ends = [v for v in (*rows["share"], *rows.loc[rows["bounded"], "share_lo"], *rows.loc[rows["bounded"], "share_hi"])
+            if pd.notna(v)]
+    left, right = max(-1.0, min([-0.1, *ends]) - 0.05), min(2.0, max([1.1, *ends]) + 0.05)
+    fig, ax = plt.subplots(figsize=(10, 0.9 * len(rows) + 1.6))
+    for y, r in enumerate(rows.itertuples()):
+        colour = _VERDICT_COLOURS.get(r.most, "#333333")
+        if r.bounded:
+            low, high = max(r.share_lo, left), min(r.share_hi, right)
+            ax.errorbar(min(max(r.share, left), right), y, xerr=[[max(r.share - low, 0)], [max(high - r.share, 0)]],
+                        fmt="o", color=colour, capsize=5, label="measured (95% interval)" if y == 0 else None)
+        else:
+            ax.axhspan(y - 0.2, y + 0.2, color="#e0e0e0")
+            ax.text((left + right) / 2, y, "interval unbounded: this run cannot say", ha="center", va="center",
+                    fontsize=9, color="#555555")
+        if r.seed_share is not None and pd.notna(r.seed_share):
+            ax.plot(r.seed_share, y, marker="X", color="#d95f02", markersize=9, linestyle="none",
+                    label="seed 004's own times" if y == rows.index[rows["seed_share"].notna()].min() else None)
+        ax.text(1.01, y, r.most, transform=ax.get_yaxis_transform(), va="center", fontsize=9, color=colour)
+    ax.axvline(MOST, color="#555555", linestyle="--", linewidth=1, label="half the gap (C4: \"most\")")
+    for edge in (0.0, 1.0):
+        ax.axvline(edge, color="#aaaaaa", linewidth=0.8)
+    ax.set_xlim(left, right)
+    ax.xaxis.set_major_formatter(ticker.PercentFormatter(1.0))
+    several = rows["run_id"].nunique() > 1
+    labels = [f"{r.slow}\n" + textwrap.fill(r.change, 40, break_on_hyphens=False)
+              + (f"\n(run {r.run_id})" if several else "") for r in rows.itertuples()]
+    ax.set_yticks(range(len(rows)), labels, fontsize=9)
+    ax.set_ylim(len(rows) - 0.5, -0.5)   # one row each, the first on top
+    ax.set_xlabel("share of the gap to 5.7.23, log scale (0% = none of it, 100% = all of it)")
+    handles, names = ax.get_legend_handles_labels()
+    ax.legend(handles, names, loc="lower left", bbox_to_anchor=(0, 1.0), ncol=len(handles), fontsize=9,
+              frameon=False, borderaxespad=0.2)
+    ax.set_title(title or "Where the 5.7 → 8.0 gap goes", pad=26)
     fig.tight_layout()
     return fig

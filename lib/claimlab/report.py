@@ -39,6 +39,8 @@ SUMMARY = "00_summary.ipynb"
 # Not claims, linked from the index: notebook and the ablation it reads by default.
 INVESTIGATIONS = {"why_slower": ("05_why_slower.ipynb", "seed004_hunt_mysql")}
 INVESTIGATION_TITLES = {"05_why_slower": "why is MySQL 9.7's insert loop slower than with 5.7's values?"}
+# A claim report's own ablation, shown in it from its newest stored run (or said not run): C3's seed 004 toggles.
+CLAIM_ABLATIONS = {"insert_57_vs_80": "seed004_toggles_mysql80"}
 NOTEBOOK_ONLY = "notebook-only"   # cell tag: shown in JupyterLab, left out of the HTML report
 PUBLISHED_RUNS = "published_runs.json"   # data/: the shipped runs the summary reads by default
 EARLIER_RUNS = "earlier_runs.json"         # data/: earlier sessions' full runs, for the between-run spread
@@ -182,9 +184,9 @@ def render_html(notebook: Path, show_code: bool = False) -> Path:
 
 def render(runs, *, out_dir: Path | None = None, show_code: bool = False, data_dir: Path | None = None,
            figures_dir: Path | None = None, log=print) -> Path:
-    """The render phase of `claimlab report`: every claim notebook over its stored runs
-    (`runs`: a campaign.Runs), then the summary, the investigations and the index. Reads run
-    ids only; no notebook starts a server."""
+    """The render phase of `claimlab report`: every claim notebook over its stored runs and its
+    ablation's (`runs`: a campaign.Runs), then the summary, the investigations and the index.
+    Reads run ids only; no notebook starts a server."""
     root = project_root()
     out_dir = (out_dir or root / "reports").resolve()
     data_dir = data_dir.resolve() if data_dir else None
@@ -198,7 +200,8 @@ def render(runs, *, out_dir: Path | None = None, show_code: bool = False, data_d
         summary_path = out_dir / f"{experiment}.summary.json"
         nb = execute(CLAIM_NOTEBOOK, out_dir, {
             "experiment": experiment, "run_ids": list(ids), "data_dir": _text(data_dir),
-            "figures_dir": str(figures_dir), "summary_json": str(summary_path)}, root, NOTEBOOKS[experiment])
+            "figures_dir": str(figures_dir), "summary_json": str(summary_path),
+            "ablation_run_id": runs.ablations.get(experiment)}, root, NOTEBOOKS[experiment])
         built.append(Built(experiment, nb, render_html(nb, show_code), json.loads(summary_path.read_text())))
         log(f"{experiment}: done in {time.monotonic() - began:.0f} s")
     log("summary")

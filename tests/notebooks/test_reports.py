@@ -13,10 +13,19 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from claimlab import campaign, report
+from claimlab import ablation, campaign, report
 from claimlab.servers import ServerOptions
-from claimlab.store import find_run, list_runs, read_jsonl, read_manifest
+from claimlab.store import find_run, list_runs, read_jsonl, read_manifest, read_results
 from conftest import OVERFLOW_JS, ROOT, headless_browser, notebook_errors
+
+TOGGLES_STAND_IN = """
+description: Two of seed 004's toggles on MariaDB, standing in for the 8.0.40 ablation in the smoke report.
+targets: {mariadb: {kind: mariadb, options: {innodb_buffer_pool_size: 64M}}}
+workloads: {insert_loop: {kind: proc_insert_loop, rows: 50}}
+slow: {log_bin: true, sync_binlog: 1}
+fast: {log_bin: false}
+design: {repetitions: 2, warmup: 0, iterations: 2, seed: 20261122}
+"""
 
 
 @pytest.fixture(scope="module")
@@ -33,6 +42,13 @@ def built(tmp_path_factory, mariadbd):
     # A cache of its own, empty: the build's preloading is what its runs copy (checked below).
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("CLAIMLAB_DATADIRS", str(base / "datadirs"))
+        # C3's own ablation, stored before the campaign as `claimlab ablate` stores it, for the
+        # render phase to hand to C3's report: a stand-in of two toggles on MariaDB under its
+        # name (the real one restarts MySQL 8.0.40 thirty times at the smoke size).
+        stand_in = base / "ablation" / f"{report.CLAIM_ABLATIONS['insert_57_vs_80']}.yaml"
+        stand_in.parent.mkdir()
+        stand_in.write_text(TOGGLES_STAND_IN)
+        ablation.run(ablation.load(stand_in, "smoke"), data_root=base / "raw")
         # The embedded servers only: the mirror's MySQL 5.7/8.0 targets would double this build,
         # and tests/integration/test_tarball_mirror.py starts them (C3's run on MySQL 9.7 still
         # holds its 5.7/8.0 levels where a mirror is given).
@@ -85,6 +101,39 @@ def test_claim_notebook_ran_end_to_end(built, experiment):
     for name in ["effects", "observations", "run_order"]:
         assert (claim_figures / f"{name}.png").stat().st_size > 1000
         assert (claim_figures / f"{name}.svg").exists()
+
+
+def _shown(notebook: Path) -> str:
+    """What an executed notebook shows a reader: its Markdown and HTML outputs."""
+    return "".join(o.get("data", {}).get(kind, "") for c in nbformat.read(notebook, as_version=4).cells
+                   if c.cell_type == "code" for o in c.get("outputs", []) for kind in ("text/markdown", "text/html"))
+
+
+def test_c3_report_shows_where_the_gap_goes_and_each_toggle_alone(built):
+    """The binlog's share of the 5.7 -> 8.0 gap wherever C3's run holds 5.7.23, 8.0.40 and 8.0.40
+    without its binlog (a mirror served them), and seed 004's toggles from the ablation run the
+    render phase handed over, the seed's figures beside; no other claim shows either."""
+    base, _ = built
+    shown = _shown(base / "reports" / f"{report.NOTEBOOKS['insert_57_vs_80']}.ipynb")
+    summary = json.loads((base / "reports" / "insert_57_vs_80.summary.json").read_text())
+    levels = set().union(*(set(read_results(find_run(run_id, base / "raw"))["server"].astype(str))
+                           for run_id in summary["run_ids"]))
+    versions = {"mysql57", "mysql80", "mysql80_skip_log_bin"} <= levels
+    assert ("## Where the 5.7 → 8.0 gap goes" in shown) == versions
+    if versions:
+        assert "<td>MySQL 8.0.40 without the binary log (skip-log-bin)</td>" in shown
+        assert re.search(r"<td>MySQL 8\.0\.40 / MySQL 5\.7\.23: [\d.,]+ \[[\d.,]+, [\d.,]+\]</td>", shown)
+        assert "Most of the gap (C4): **" in shown
+        assert (base / "figures" / "C3" / "gap_shares.png").stat().st_size > 1000
+    shown, toggles = shown.split("## Seed 004's toggles, one at a time")
+    assert "Not run." not in toggles
+    (made,) = [r for r in list_runs(base / "raw") if r["experiment"] == report.CLAIM_ABLATIONS["insert_57_vs_80"]]
+    assert f"**Run** `{made['run_id']}` on MariaDB" in toggles
+    assert "<td>skip-log-bin</td>" in toggles and "<td>20.06 → 7.03 s</td>" in toggles
+    assert "<td>sync_binlog = the server default</td>" in toggles and "<td>100%: the gap itself</td>" in toggles
+    assert len(re.findall(r"<td>-?\d+% \[-?\d+%, -?\d+%\]</td>", toggles)) == 2   # each toggle's share
+    other = _shown(base / "reports" / f"{report.NOTEBOOKS['binlog_default']}.ipynb")
+    assert "Seed 004's toggles" not in other and "Where the 5.7" not in other
 
 
 def test_index_lists_every_claim_and_links_reports(built):
@@ -154,8 +203,8 @@ def test_investigation_renders_an_ablation_run_made_in_the_command(tmp_path, mar
 
 
 @pytest.mark.parametrize("page, figures", [("index.html", 0), ("C4_binlog_default.html", 3),
-                                           ("C2_collation_cost.html", 3), ("00_summary.html", 1),
-                                           ("05_why_slower.html", 3)])
+                                           ("C2_collation_cost.html", 3), ("C3_insert_57_vs_80.html", 3),
+                                           ("00_summary.html", 1), ("05_why_slower.html", 3)])
 def test_report_opens_in_a_real_browser(built, page, figures, tmp_path):
     base, _ = built
     driver = headless_browser(tmp_path / "chromium-profile")

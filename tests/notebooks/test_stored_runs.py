@@ -11,7 +11,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from claimlab import report
+from claimlab import ablation, report
 from claimlab.store import find_run, read_manifest
 from conftest import OVERFLOW_JS, ROOT, headless_browser, notebook_errors, run_cli
 
@@ -129,6 +129,21 @@ def test_claim_reports_from_shipped_data_fit_the_page_and_name_cpu_samples(from_
             assert driver.execute_script(OVERFLOW_JS) == [], path.name
     finally:
         driver.quit()
+
+
+def test_c3_says_plainly_when_its_toggles_were_not_run(from_data):
+    """--from-data hands C3's report the newest stored run of its ablation; with none stored
+    (a clean clone), the section says it was not run and how to run it."""
+    out, *_ = from_data
+    page = (out / "C3_insert_57_vs_80.html").read_text()
+    name = report.CLAIM_ABLATIONS["insert_57_vs_80"]
+    assert "toggles, one at a time" in page
+    stored = ablation.newest_run(name)   # where the command looked: runs/, then data/raw
+    if stored is None:
+        assert "<strong>Not run.</strong>" in page and f"claimlab ablate {name}" in page
+    else:
+        assert "Not run." not in page and stored.name in page
+    assert "toggles, one at a time" not in (out / "C4_binlog_default.html").read_text()
 
 
 def test_the_rendered_summary_shows_the_version_ladder_and_the_host_view(from_data):

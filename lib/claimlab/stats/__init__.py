@@ -18,7 +18,8 @@ the claim a design names), no plotting. One module per concern:
 - `analysis`: the verdict table (`analyze`), between-run spread (`between_runs`) and each run's
   estimate beside the machine's speed in it (`run_levels`);
 - `costs`: per-operation costs; `diagnostics`: drift, warm-up, outliers;
-- `shares`: a mechanism's share of a gap (Fieller's interval for a ratio of paired means).
+- `shares`: a mechanism's share of a gap (Fieller's interval for a ratio of paired means), from
+  two levels' blocks (`level_share`), and whether it is most of the gap (`share_verdict`).
 """
 
 from claimlab.stopping import StopRule
@@ -62,7 +63,7 @@ from .sequential import (
                     stop_callback,
                     stopping_for,
 )
-from .shares import Share, fieller_ratio, share_of_gap
+from .shares import GapShare, Share, fieller_ratio, level_share, share_of_gap, share_verdict
 from .speed import PROBE_METRICS, SLOW_FACTOR, flagged_share, slow_probe_sides, slow_probes, speed_flags
 from .verdicts import (
                     EDGE_FACTOR,
@@ -82,7 +83,8 @@ __all__ = [
     "REQUIRED_COLUMNS", "RUN_COLUMNS",
     "SLOW_FACTOR", "SLOW_HOUR", "SPREAD_COLUMNS", "TABLE_COLUMNS", "VERDICTS", "Diagnostics", "Interval",
     "Look", "LogRatio", "Policy", "Sample", "Share", "StopDecision", "StopRule", "Verdict", "analyze",
-    "agreement_chance", "between_runs", "fieller_ratio", "share_of_gap",
+    "agreement_chance", "between_runs", "fieller_ratio", "share_of_gap", "GapShare", "level_share",
+    "share_verdict",
     "block_log_ratios", "blocks_for_agreement", "blocks_for_margin",
     "blocks_needed",
     "claim_metrics",

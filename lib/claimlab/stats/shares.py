@@ -25,7 +25,16 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
+from claimlab.errors import DataError
+
+from .intervals import Interval, log_ratio
+from .observations import as_matrix, block_log_ratios, factor_columns
+
 BLOCK = ["run_id", "repetition"]
+VERDICT_WORDS = {"supported": "the whole interval lies above {edge:.0%}",
+                 "contradicted": "the whole interval lies below {edge:.0%}",
+                 "inconclusive": "the interval reaches across {edge:.0%}",
+                 "unbounded": "the interval is unbounded: this run cannot tell the gap from none"}
 
 
 @dataclass(frozen=True)
@@ -72,3 +81,64 @@ def share_of_gap(gap: pd.DataFrame, part: pd.DataFrame, confidence: float = 0.95
     (8.0 over 8.0 without the mechanism). Blocks missing from either are left out."""
     both = gap[BLOCK + ["log_ratio"]].merge(part[BLOCK + ["log_ratio"]], on=BLOCK, suffixes=("_gap", "_part"))
     return fieller_ratio(both["log_ratio_part"].to_numpy(), both["log_ratio_gap"].to_numpy(), confidence)
+
+
+@dataclass(frozen=True)
+class GapShare:
+    """A mechanism's share of a gap between two levels of one factor, and the two ratios it is
+    made of (geometric-mean ratios over the blocks both hold, paired t intervals)."""
+
+    share: Share
+    gap: Interval     # slow / fast
+    part: Interval    # slow / without
+
+
+def level_share(results: pd.DataFrame, factor: str, slow: str, fast: str, without: str, *, workload: str,
+                metric: str, confidence: float = 0.95) -> GapShare:
+    """The share of the gap between levels `slow` and `fast` that level `without` (`slow` with
+    one mechanism removed) closes: log(T_slow / T_without) / log(T_slow / T_fast), C3's binlog
+    share when slow = 8.0.40, fast = 5.7.23 and without = 8.0.40 with skip-log-bin.
+
+    Every block gives both log ratios as `block_log_ratios` pairs the design (round by round
+    where the levels ran side by side in one unit, else the sides' geometric means), so the
+    two are paired block by block and Fieller's interval (`share_of_gap`; Fieller, JRSS B 16(2),
+    1954; Franz, arXiv:0710.2024, 2007) holds. The rows are
+    the usable values (finite, positive) of one workload and metric; the factors the three
+    levels do not set are strata, as in the verdict table. Blocks of several runs are pooled:
+    pass one run's rows for one run's share."""
+    rows = results[(results["workload"] == workload) & (results["metric"] == metric)]
+    value = pd.to_numeric(rows["value"], errors="coerce")
+    rows = rows[np.isfinite(value) & (value > 0)].assign(value=value)
+    strata = [c for c in factor_columns(rows) if c != factor]
+    sides = {}
+    for level in (slow, fast, without):
+        sides[level] = rows[rows[factor].astype(str) == level] if factor in rows else rows.iloc[:0]
+        if sides[level].empty:
+            raise DataError(f"no usable {workload} {metric} values of {factor}={level}")
+    gap = block_log_ratios(sides[fast], sides[slow], strata)
+    part = block_log_ratios(sides[without], sides[slow], strata)
+    both = gap[BLOCK].merge(part[BLOCK], on=BLOCK)
+    if len(both) < 2:
+        raise DataError(f"{factor}={slow}, {fast} and {without} share {len(both)} block(s) of {workload} "
+                        f"{metric}: a share needs two or more")
+    return GapShare(share_of_gap(gap, part, confidence), _ratio(gap.merge(both, on=BLOCK), confidence),
+                    _ratio(part.merge(both, on=BLOCK), confidence))
+
+
+def _ratio(blocks: pd.DataFrame, confidence: float) -> Interval:
+    """The blocks' geometric-mean ratio with the verdict table's t interval (runs as the top level)."""
+    summary = log_ratio(as_matrix(blocks))
+    low, high = summary.interval(1 - confidence)
+    return Interval(float(np.exp(summary.mean)), float(low), float(high), "paired t over blocks")
+
+
+def share_verdict(share: Share, edge: float = 0.5) -> tuple[str, str]:
+    """Whether a mechanism explains more than `edge` of a gap ("most of it": 0.5), and why:
+    supported when the whole interval lies above the edge, contradicted when it lies below,
+    inconclusive when it reaches across (or is unbounded: the run cannot tell the gap from 0).
+    The same monotone shape as the ratio verdicts (`verdicts`): narrowing an interval never
+    turns one decision into the other."""
+    if not share.bounded:
+        return "inconclusive", VERDICT_WORDS["unbounded"]
+    word = "supported" if share.low > edge else "contradicted" if share.high < edge else "inconclusive"
+    return word, VERDICT_WORDS[word].format(edge=edge)
