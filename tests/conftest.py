@@ -11,6 +11,11 @@ import textwrap
 import time
 from pathlib import Path
 
+# Before any test imports pandas: imported after it, mysql-connector's C extension cannot load
+# ("libcrypto.so.3: version `OPENSSL_3.3.0' not found", then "cannot allocate memory in static TLS
+# block"), so the connector's C-extension test failed whenever a module importing pandas had run
+# first in the same worker.
+import mysql.connector  # noqa: F401
 import psutil
 import pytest
 
