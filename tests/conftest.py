@@ -242,3 +242,33 @@ def headless_browser(profile_dir: Path):
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     driver_path = shutil.which("chromedriver") or "/usr/bin/chromedriver"
     return webdriver.Chrome(service=Service(executable_path=driver_path), options=options)
+
+
+def store_evidence(run_dir: Path, experiment: str, stacks: dict[str, str], binaries: dict[str, str],
+                   added: dict[str, str] | None = None) -> Path:
+    """CPU evidence laid out as `evidence.collect` stored it before callgrind could count sysbench
+    (folded stacks per condition, an empty instructions.csv, evidence.json with their checksums),
+    with `added` files (name -> text) listed under `added` as `evidence.add_instructions` lists
+    them. Returns the evidence directory."""
+    import datetime as dt
+    import json
+
+    from claimlab.store import sha256_file
+    out = run_dir / "evidence"
+    out.mkdir(parents=True)
+    for condition, stack in stacks.items():
+        (out / f"{condition}.folded").write_text(f"{stack} 5\n")
+    (out / "instructions.csv").write_text("\n")
+    now = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    meta = {"experiment": experiment, "targets": ["mysql57"], "profile": "smoke", "sample_seconds": 1.0,
+            "event": "cpu-clock", "frequency_hz": 999, "binaries": binaries, "created_at": now,
+            "naming": "claimlab.symbols", "not_profiled": {},
+            "checksums": {f.name: sha256_file(f) for f in sorted(out.iterdir())}}
+    for name, text in (added or {}).items():
+        (out / name).write_text(text)
+    if added:
+        meta["added"] = {"what": "callgrind instruction counts", "conditions": list(stacks), "created_at": now,
+                         "binaries": {}, "checksums": {name: sha256_file(out / name) for name in added}}
+    (out / "evidence.json").write_text(json.dumps(meta, indent=1))
+    return out
+

@@ -1,8 +1,9 @@
 """Instruction counts per statement: wall-clock time on a shared machine is noisy, instruction
 counts are not. The server runs under `valgrind --tool=callgrind --separate-threads=yes` with
-instrumentation off; `callgrind_control` zeroes, switches it on around one statement, off, and
-dumps (the InnoDB settings each product needs under valgrind: `Flavor.valgrind_options`), giving
-instructions per statement, per row, and per function. The statement's own thread is counted apart
+instrumentation off; `callgrind_control` zeroes, switches it on around one statement (or ten
+short queries), off, and dumps (the InnoDB settings each product needs under valgrind:
+`Flavor.valgrind_options`), giving instructions per statement, per row or query, and per function
+and call (claimlab.callgrind reads the dumps). The statement's own thread is counted apart
 from the server's other threads: their timed wake-ups (page cleaner, purge, MySQL's log writers)
 fall into the window at random and made all-thread totals differ by up to 65% between repeats. A
 scan's own count repeats to ~0.05%; a MySQL insert loop's to 0.3-3.8%, falling run by run while
@@ -21,6 +22,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from . import callgrind
 from . import workloads as wl
 from .errors import TargetUnavailable
 from .profiling import ProfilingError, last_line, tool
@@ -31,46 +33,87 @@ _HEX = re.compile(r"^0x[0-9a-f]+$")
 
 @dataclass(frozen=True)
 class Statement:
-    """One server-bound statement to count, with an untimed statement to run before each count
-    (e.g. TRUNCATE before an insert loop) and the rows it handles (for instructions per row)."""
+    """One server-bound statement to count, run `times` times in each counted window (a short
+    query is counted over several against the window's fixed costs), with an untimed
+    statement to run before each window (TRUNCATE before an insert loop, SET NAMES before a
+    query) and the rows each execution handles. `per` names what one execution's `rows` are:
+    "row" of a scan or an insert loop, "query" of a one-row query."""
 
     sql: str
     rows: int
     setup: str | None = None
+    times: int = 1
+    per: str = "row"
 
     def __post_init__(self):
-        if not self.sql.strip() or self.rows < 1:
-            raise ValueError("a statement needs SQL and rows >= 1")
+        if not self.sql.strip() or self.rows < 1 or self.times < 1:
+            raise ValueError("a statement needs SQL, rows >= 1 and times >= 1")
+        if self.per not in ("row", "query"):
+            raise ValueError("per: must be row or query")
+
+    @property
+    def operations(self) -> int:
+        """Rows (or queries) handled in one counted window."""
+        return self.rows * self.times
+
+
+# C1's query, as sysbench's oltp_read_write sends it over the text protocol (`--db-ps-mode=disable`):
+# its DISTINCT range (range_size 100), carrying a string literal as long as the `c` values its
+# updates and inserts send. Both of 5.7's charset costs are in it: the lexer's get_text asks the
+# client charset's ismbchar about every byte of a literal (about 2,400 instructions a query on
+# 5.7.23 and 8.0.40 alike, counted here), and DISTINCT puts `c`, a CHAR(120), in a MEMORY
+# temporary table whose hashing calls my_charpos_mb, and through it my_ismbchar_utf8mb4, for every
+# row (1.6M of 3.4M instructions a query on 5.7.23; 8.0's TempTable engine: 13k of 1.0M on 8.0.40).
+# sysbench's point select has neither (61k instructions on 5.7.23, none of them in these functions).
+RANGE_QUERY = ("SELECT DISTINCT c FROM sbtest1 WHERE id BETWEEN 1 AND {last} AND pad <> '{literal}' "
+               "ORDER BY c")
+QUERIES_PER_WINDOW = 10
+
+
+def _sysbench_literal(seed: int = 1) -> str:
+    """A value in the format of sysbench's `c` column: ten groups of eleven digits."""
+    digits = "".join(str((seed * 7 + i * 13) % 10) for i in range(10 * 11))
+    return "-".join(digits[i:i + 11] for i in range(0, len(digits), 11))
 
 
 def countable(workload: wl.Workload) -> bool:
-    """Whether callgrind can count the workload: one server-bound statement (not sysbench)."""
+    """Whether callgrind can count the workload: one server-bound statement, or sysbench over the
+    text protocol (one of its queries stands for it; with prepared statements the lexer, which a
+    text query exercises, runs once per statement, so a text query would not stand for it)."""
+    if isinstance(workload, wl.Sysbench):
+        return workload.ps_mode == "disable"
     return isinstance(workload, (wl.ProcInsertLoop, wl.VarcharScan, wl.Join))
 
 
 def statement_for(workload: wl.Workload) -> Statement:
-    """The single statement each Python-driven workload times."""
+    """The single statement each Python-driven workload times; for sysbench (text protocol), its
+    DISTINCT range query in the workload's connection charset (RANGE_QUERY)."""
     if isinstance(workload, wl.ProcInsertLoop):
         return Statement(f"CALL idata({workload.rows})", workload.rows, "TRUNCATE TABLE t")
     if isinstance(workload, wl.VarcharScan):
         return Statement("SELECT COUNT(*) FROM t_scan WHERE a = REPEAT('abc',15)", workload.rows)
     if isinstance(workload, wl.Join):
         return Statement(workload.QUERY, workload.rows)
+    if countable(workload):
+        names = workload.set_names()
+        sql = RANGE_QUERY.format(last=min(100, workload.table_size), literal=_sysbench_literal())
+        return Statement(sql, 1, f"SET NAMES {names}" if names else None, times=QUERIES_PER_WINDOW, per="query")
     raise ProfilingError(f"workload {workload.name}: {workload.kind} is not one statement; instruction "
-                         "counts need proc_insert_loop, varchar_scan or join")
+                         "counts need proc_insert_loop, varchar_scan, join, or sysbench with ps_mode disable")
 
 
 @dataclass(frozen=True)
 class InstructionCounts:
-    """Instructions (callgrind Ir) of repeated executions of one statement: in the thread that ran
+    """Instructions (callgrind Ir) of repeated windows of one statement: in the thread that ran
     it (`own`, what the statement costs) and in all server threads during the same window
-    (`counts`, which adds whatever background work happened to wake up)."""
+    (`counts`, which adds whatever background work happened to wake up); `functions`: the own
+    thread's functions over all counted windows (claimlab.callgrind's columns)."""
 
     condition: str
     statement: Statement
     counts: tuple[int, ...]
     own: tuple[int, ...]
-    top: pd.DataFrame = field(repr=False, compare=False)   # own thread's functions: instructions, share, named
+    functions: pd.DataFrame | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self):
         if len(self.counts) < 1 or min(self.own, default=0) <= 0:
@@ -85,7 +128,8 @@ class InstructionCounts:
 
     @property
     def per_row(self) -> float:
-        return self.mean / self.statement.rows
+        """All threads' instructions per row (per query where the statement is a query)."""
+        return self.mean / self.statement.operations
 
     @property
     def relative_spread(self) -> float:
@@ -95,7 +139,7 @@ class InstructionCounts:
 
     @property
     def own_per_row(self) -> float:
-        return sum(self.own) / len(self.own) / self.statement.rows
+        return sum(self.own) / len(self.own) / self.statement.operations
 
     @property
     def own_spread(self) -> float:
@@ -106,7 +150,26 @@ class InstructionCounts:
         return {"condition": self.condition, "statement": self.statement.sql, "rows": self.statement.rows,
                 "repeats": len(self.counts), "instructions": self.mean, "per_row": self.per_row,
                 "relative_spread": self.relative_spread, "own_per_row": self.own_per_row,
-                "own_spread": self.own_spread}
+                "own_spread": self.own_spread, "per": self.statement.per, "times": self.statement.times}
+
+    def function_costs(self) -> pd.DataFrame:
+        """The own thread's functions with what they cost per row (or query) and per call:
+        inclusive instructions over the rows of every counted window, and over the calls."""
+        table = self.functions.copy()
+        table.insert(0, "condition", self.condition)
+        table["operations"] = self.statement.operations * len(self.own)
+        table["per_operation"] = table["inclusive"] / table["operations"]
+        table["per_call"] = table["inclusive"] / table["calls"].where(table["calls"] > 0)
+        return table
+
+    def top(self, n: int = 15) -> pd.DataFrame:
+        """Functions of the statement's thread by their own instructions; unnamed ones are hex
+        addresses (a stripped binary's static functions)."""
+        table = self.functions.sort_values("self", ascending=False).head(n)
+        return pd.DataFrame({"condition": self.condition, "function": table["function"],
+                             "instructions": table["self"], "share": table["self"] / sum(self.own),
+                             "object": table["object"],
+                             "named": ~table["function"].str.match(_HEX.pattern)}).reset_index(drop=True)
 
 
 def _spread(counts: tuple[int, ...]) -> float:
@@ -134,11 +197,12 @@ def callgrind_program(binary: Path, workdir: Path) -> Path:
 
 def count_instructions(launcher: Launcher, target: TargetSpec, options: ServerOptions, workload: wl.Workload,
                        condition: str, out_dir: Path, *, repeats: int = 3, warmup: int = 2,
-                       statement: Statement | None = None, top: int = 15) -> InstructionCounts:
-    """Start the condition's server under callgrind, load, then run the statement `warmup +
-    repeats` times, each zeroed, instrumented, switched off and dumped; the warm-up counts are
-    dropped (the first two instrumented runs cost up to ~25% more: code is translated and caches filled,
-    even when the statement already ran uninstrumented). The server is always stopped."""
+                       statement: Statement | None = None) -> InstructionCounts:
+    """Start the condition's server under callgrind, load, then run `warmup + repeats` windows of
+    the statement (each `statement.times` executions), each zeroed, instrumented, switched off and
+    dumped; the warm-up windows are dropped (the first two instrumented runs cost up to ~25% more:
+    code is translated and caches filled, even when the statement already ran uninstrumented).
+    The server is always stopped."""
     control = tool("callgrind_control", "`apt-get install valgrind`")
     statement = statement or statement_for(workload)
     out_dir = Path(out_dir) / condition
@@ -166,7 +230,8 @@ def count_instructions(launcher: Launcher, target: TargetSpec, options: ServerOp
                     execute(statement.setup)
                 _control(control, server.pid, "-z")
                 _control(control, server.pid, "-i", "on")
-                execute(statement.sql)
+                for _ in range(statement.times):
+                    execute(statement.sql)
                 _control(control, server.pid, "-i", "off")
                 before = set(out_dir.glob("callgrind.out.*"))
                 _control(control, server.pid, "-d", f"claimlab-{i}")
@@ -179,10 +244,13 @@ def count_instructions(launcher: Launcher, target: TargetSpec, options: ServerOp
     # default; a thread pool would spread them), the one that counted most over all dumps.
     own = max(dumps[0], key=lambda thread: sum(d.get(thread, (None, 0))[1] for d in dumps))
     counted = dumps[warmup:]
+    try:
+        functions = callgrind.combined([callgrind.read(d[own][0]) for d in counted if own in d])
+    except callgrind.CallgrindFormatError as exc:
+        raise ProfilingError(str(exc)) from None
     return InstructionCounts(condition, statement,
                              counts=tuple(sum(n for _, n in d.values()) for d in counted),
-                             own=tuple(d[own][1] if own in d else 0 for d in counted),
-                             top=_annotate(counted[-1][own][0], condition, top))
+                             own=tuple(d[own][1] if own in d else 0 for d in counted), functions=functions)
 
 
 def _control(control: str, pid: int, *args: str) -> None:
@@ -214,24 +282,3 @@ def _total(dump: Path, missing_ok: bool = False) -> int | None:
     if missing_ok:
         return None
     raise ProfilingError(f"{dump}: no instruction totals")
-
-
-_ANNOTATED = re.compile(r"^\s*([\d,]+)\s+\(\s*([\d.]+)%\)\s+(?:\S*?):(.+?)(?: \[(.+)\])?$")
-
-
-def _annotate(dump: Path, condition: str, top: int) -> pd.DataFrame:
-    """Functions by instructions (self), from callgrind_annotate; unnamed ones are hex addresses."""
-    annotate = tool("callgrind_annotate", "`apt-get install valgrind`")
-    result = subprocess.run([annotate, "--threshold=100", str(dump)], capture_output=True, text=True,
-                            stdin=subprocess.DEVNULL)
-    if result.returncode != 0:
-        raise ProfilingError(f"callgrind_annotate failed: {last_line(result.stderr)}")
-    rows = []
-    for line in result.stdout.splitlines():
-        m = _ANNOTATED.match(line)
-        if m and "PROGRAM TOTALS" not in line:
-            name = m[3].strip()
-            rows.append({"condition": condition, "function": name,
-                         "instructions": int(m[1].replace(",", "")), "share": float(m[2]) / 100,
-                         "object": Path(m[4]).name if m[4] else "", "named": not _HEX.match(name)})
-    return pd.DataFrame(rows).head(top)

@@ -25,6 +25,7 @@ from . import cards, method_text, page_style, wording
 from . import params as params_mod
 from .claims import Claim
 from .errors import ClaimlabError
+from .evidence import EVIDENCE_PATTERNS
 from .provenance import cpu_label
 from .store import project_root, read_manifest
 
@@ -426,12 +427,6 @@ def scope_markdown(experiment: str, servers: Iterable[str] = ()) -> str:
     return path.read_text().replace("{servers}", said) if path.exists() else ""
 
 
-# Frames counted as the claim's code: debug-symbol names the sources quote (`my_strnncollsp_utf8mb3`,
-# `my_strnncoll_uca<...>`, `my_ismbchar_utf8mb4`, `my_charpos_mb`) and claimlab.symbols' names on
-# the stripped packages ("strnncoll [collation of my_charset_utf8mb4_0900_ai_ci]"); the lexer is
-# MariaDB's Lex_input_stream::lex_one_token and MySQL's my_sql_parser_lex (lex_one_token inlined).
-EVIDENCE_PATTERNS = {"collation_cost": r"strnncoll|collation|uca", "binlog_default": r"binlog|BIN_LOG|fsync|fdatasync",
-                     "charset_mismatch": r"ismbchar|charpos|Lex_input_stream|lex_one_token|my_sql_parser_lex|charset"}
 EVIDENCE_WORDS = {"collation_cost": "share in the comparison", "binlog_default": "share in binlog and fsync",
                   "charset_mismatch": "share in charset code and lexer"}
 
@@ -441,13 +436,14 @@ def evidence_table(ev, experiment: str, family: str | None = None) -> str:
     statement's own thread beside those of all server threads (runs profiled before threads were
     counted apart have only the latter)."""
     summary = ev.summary(EVIDENCE_PATTERNS.get(experiment, "."))
+    per = "query" if "per" in ev.instructions.columns and set(ev.instructions["per"]) == {"query"} else "row"
     return wording.table_html(
         summary.assign(condition=[wording.level_words(c, family) for c in summary["condition"]]),
         formats={"named_share": wording.percent, "share_matching": wording.percent,
                  "relative_spread": wording.percent, "own_spread": wording.percent},
         labels={"share_matching": EVIDENCE_WORDS.get(experiment, "matching"),
-                "per_row": "instructions per row (all threads)", "relative_spread": "spread (all threads)",
-                "own_per_row": "instructions per row (statement's thread)",
+                "per_row": f"instructions per {per} (all threads)", "relative_spread": "spread (all threads)",
+                "own_per_row": f"instructions per {per} (statement's thread)",
                 "own_spread": "spread (statement's thread)"})
 
 def top_functions(profiles, n: int = 8, family: str | None = None) -> pd.DataFrame:

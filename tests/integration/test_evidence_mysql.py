@@ -49,7 +49,7 @@ def test_evidence_of_a_mysql_run_is_collected_on_mysql_and_stored_checksummed(tm
     binary = str(installation(mysql_target).binary)
     assert meta["targets"] == ["mysql"] and list(meta["binaries"]) == [binary]
     assert re.fullmatch(r"[0-9a-f]{40}", meta["binaries"][binary])          # the package's GNU build id
-    assert set(meta["checksums"]) == {"collation_uca_ai.folded", "instructions.csv"}
+    assert set(meta["checksums"]) == {"collation_uca_ai.folded", "instructions.csv", evidence.FUNCTIONS}
     assert all(sha256_file(stored / f) == digest for f, digest in meta["checksums"].items())
 
     (prof,) = ev.profiles
@@ -58,6 +58,7 @@ def test_evidence_of_a_mysql_run_is_collected_on_mysql_and_stored_checksummed(tm
     assert any("my_charset_utf8mb4_0900_ai_ci" in f for f in prof.top_functions(5)["function"])
     (counted,) = ev.instructions.itertuples()
     assert counted.condition == "collation_uca_ai" and counted.per_row > 1000   # a UCA 9.0 comparison per row
+    assert set(ev.functions["condition"]) == {"collation_uca_ai"} and (ev.functions["self"] > 0).any()
     assert not any(pid_alive(int(p.read_text())) for p in tmp_path.rglob("server.pid"))
     assert not _profiling_servers()
 

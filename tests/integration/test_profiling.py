@@ -40,8 +40,8 @@ def test_callgrind_counts_of_the_statements_thread_repeat_within_a_tenth_of_a_pe
     assert all(own <= total for own, total in zip(counts.own, counts.counts))
     assert counts.own_per_row > 100   # a UCA comparison per row is hundreds of instructions
     assert counts.per_row >= counts.own_per_row
-    assert counts.top["instructions"].sum() > 0
-    assert counts.top["named"].any()
+    assert counts.top()["instructions"].sum() > 0
+    assert counts.top()["named"].any()
     assert not any(pid_alive(p) for p in _server_pids(launcher))
 
 

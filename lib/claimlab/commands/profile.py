@@ -16,7 +16,8 @@ def add_parser(sub) -> None:
                         description="For each condition of an ablation (slow, fast) or a claim "
                                     "experiment, sample the server with perf during the measured phase "
                                     "(flame graph SVG, differential, top functions) and count one "
-                                    "statement's instructions under callgrind.")
+                                    "statement's instructions under callgrind. With --run, add the "
+                                    "instruction counts a stored run's CPU evidence lacks instead.")
     pr.add_argument("params", help="ablation name (params/ablation/) or experiment name (params/)")
     pr.add_argument("--profile", default="smoke", choices=params_mod.PROFILES,
                     help="sizes the workload (default smoke)")
@@ -28,9 +29,17 @@ def add_parser(sub) -> None:
     pr.add_argument("--no-perf", action="store_true", help="skip sampling")
     pr.add_argument("--no-callgrind", action="store_true", help="skip instruction counts")
     pr.add_argument("--work", type=Path, metavar="DIR", help="scratch space (default: a temporary directory)")
+    pr.add_argument("--run", metavar="RUN_ID",
+                    help="add the instruction counts (callgrind, per condition and per function) that this "
+                         "run's stored CPU evidence lacks, on the run's own target and server build: new "
+                         "files in its evidence/, listed under `added` in evidence.json; nothing stored is "
+                         "rewritten, and a second add is refused (sized as the evidence was: --profile, "
+                         "--out and --iterations do not apply)")
 
 
 def main(args) -> int:
+    if args.run:
+        return _add(args)
     import pandas as pd
 
     from .. import instructions, profiling
@@ -51,11 +60,13 @@ def main(args) -> int:
                 profiles.append(prof)
                 drawn = "" if skipped else f", flame graph {profiling.flamegraph(prof, args.out / f'{c.name}.svg')}"
                 print(f"{c.name}: {prof.samples} samples{drawn}")
-            if not args.no_callgrind:
+            if not args.no_callgrind and not instructions.countable(c.workload):
+                print(f"{c.name}: no instruction counts ({c.workload.kind} with prepared statements)")
+            elif not args.no_callgrind:
                 ic = instructions.count_instructions(launcher, c.target, c.options, c.workload, c.name,
                                                   Path(work) / "callgrind")
                 counts.append(ic)
-                print(f"{c.name}: {ic.own_per_row:,.0f} instructions per row in the statement's thread "
+                print(f"{c.name}: {ic.own_per_row:,.0f} instructions per {ic.statement.per} in the statement's thread "
                       f"(spread {ic.own_spread:.3%}), {ic.per_row:,.0f} in all threads "
                       f"(spread {ic.relative_spread:.3%}) over {len(ic.counts)} runs")
     if skipped and profiles:
@@ -69,6 +80,21 @@ def main(args) -> int:
         print(top[["condition", "function", "self_share", "total_share"]].to_string(index=False))
     if counts:
         pd.DataFrame([ic.summary() for ic in counts]).to_csv(args.out / "instructions.csv", index=False)
-        pd.concat([ic.top for ic in counts]).to_csv(args.out / "instructions_top.csv", index=False)
+        pd.concat([ic.top() for ic in counts]).to_csv(args.out / "instructions_top.csv", index=False)
+        pd.concat([ic.function_costs() for ic in counts]).to_csv(args.out / "functions.csv", index=False)
     print(f"written to {args.out}")
+    return 0
+
+
+def _add(args) -> int:
+    from .. import evidence
+    from ..errors import ClaimlabError
+    from ..store import find_run
+    if args.no_callgrind:
+        raise ClaimlabError("--run adds instruction counts: it cannot be combined with --no-callgrind")
+    run_dir = find_run(args.run)
+    ev = evidence.add_instructions(args.params, run_dir, target=args.target)
+    added = ev.meta[evidence.ADDED]
+    print(f"added instruction counts of {', '.join(added['conditions'])} to {run_dir / evidence.DIRECTORY} "
+          f"({', '.join(added['checksums'])})")
     return 0
