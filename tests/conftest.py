@@ -272,3 +272,18 @@ def store_evidence(run_dir: Path, experiment: str, stacks: dict[str, str], binar
     (out / "evidence.json").write_text(json.dumps(meta, indent=1))
     return out
 
+
+def mirror_target(name: str, version: str):
+    """A MySQL tarball target from the mirror (CLAIMLAB_MYSQL_MIRROR; the Makefile sets it where a
+    mirror sits beside the clone). Skipped (one line) where no mirror is given; a failure where
+    one is given but cannot serve the version."""
+    from claimlab.errors import TargetUnavailable
+    from claimlab.servers import TargetSpec, installation, tarball
+    if not os.environ.get(tarball.MIRROR_ENV):
+        pytest.skip(f"no MySQL tarball mirror: {tarball.MIRROR_HINT}")
+    target = TargetSpec(name=name, kind="mysql-tarball", version=version)
+    try:
+        installation(target)
+    except TargetUnavailable as exc:
+        pytest.fail(f"the mirror is given but cannot serve {version}: {exc}")
+    return target

@@ -9,30 +9,18 @@ import os
 import mysql.connector
 import pytest
 
-from claimlab.errors import TargetUnavailable
-from claimlab.servers import Launcher, ServerOptions, TargetSpec, installation, tarball
-from conftest import query
-
-
-def _mirror_target(name: str, version: str) -> TargetSpec:
-    if not os.environ.get(tarball.MIRROR_ENV):
-        pytest.skip(f"no MySQL tarball mirror: {tarball.MIRROR_HINT}")
-    target = TargetSpec(name=name, kind="mysql-tarball", version=version)
-    try:
-        installation(target)
-    except TargetUnavailable as exc:
-        pytest.fail(f"the mirror is given but cannot serve {version}: {exc}")
-    return target
+from claimlab.servers import Launcher, ServerOptions, installation
+from conftest import mirror_target, query
 
 
 @pytest.fixture(scope="module")
 def mysql57():
-    return _mirror_target("mysql57", "5.7.23")
+    return mirror_target("mysql57", "5.7.23")
 
 
 @pytest.fixture(scope="module")
 def mysql80():
-    return _mirror_target("mysql80", "8.0.40")
+    return mirror_target("mysql80", "8.0.40")
 
 
 @pytest.fixture(scope="module")
