@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -21,6 +22,16 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).parent / "fixtures"
+RAW = ROOT / "data" / "raw"
+# The shipped runs the suite reads, and the only ones: golden tests read these three, every other
+# test makes its runs (a server, the writer, a copy of one of these) or simulates them, so the
+# shipped set can change without a test changing. A test reads them through the store (CSV or
+# packed Parquet alike) or takes a copy (`copy_run`).
+FROZEN = {
+    "format_1": "binlog_default/20261122T082956Z-4c9448",       # C4 on MariaDB, the one format-1 run
+    "c1": "charset_mismatch/20261127T205013Z-4e92a5",           # C1 on MariaDB, with its CPU evidence
+    "why_slower": "seed004_hunt_mysql/20261123T155510Z-a94d26",  # the investigation's ablation on MySQL
+}
 # A tiny C2 experiment for the runner's tests: two collations of a 500-row scan on one local server
 # of kind {kind}; a test appends its own `design:` line (a str.format template: braces doubled).
 C2_TWO_COLLATIONS = """
@@ -49,6 +60,60 @@ factors:
     latin1: {workloads: {scan: {charset: latin1, collation: latin1_swedish_ci}}}
 design: {repetitions: 2, warmup: 0, iterations: 3, max_attempts: 3}
 """
+
+def frozen(name: str) -> Path:
+    """A frozen run's directory (FROZEN)."""
+    return RAW / FROZEN[name]
+
+
+def frozen_id(name: str) -> str:
+    return frozen(name).name
+
+
+def copy_run(source: Path, dest_root: Path, run_id: str | None = None, jitter: int | None = None) -> Path:
+    """A copy of a stored run under dest_root/<experiment>/, its tables as CSV whether the source
+    is packed or not, its checksums the copy's. Named `run_id`, it is another run of the same
+    claim; with `jitter` (a seed), its values scaled by a seeded 1% noise, as a second session's."""
+    import numpy as np
+
+    from claimlab import pack, store, writer
+    manifest = store.load_manifest(source)
+    dest = dest_root / manifest.experiment / (run_id or manifest.run_id)
+    shutil.copytree(source, dest, ignore=shutil.ignore_patterns("*.parquet"))
+    rewritten = set(pack.packed_tables(manifest))
+    if run_id or jitter is not None:
+        rewritten |= {n for n in ("results.csv", "intervals.csv") if n in manifest.checksums}
+    for name in sorted(rewritten):
+        table = pack.read_table(source, name).assign(run_id=dest.name)
+        if name == "results.csv" and jitter is not None:
+            table["value"] = table["value"] * np.exp(np.random.default_rng(jitter).normal(0, 0.01, len(table)))
+        table.to_csv(dest / name, index=False)
+    copied = manifest.with_(run_id=dest.name, extra={k: v for k, v in manifest.extra.items() if k != "packed"})
+    writer.RunStore(dest, manifest.columns).write_manifest(copied.with_(checksums=store.checksums(dest)))
+    return dest
+
+
+@pytest.fixture(scope="session")
+def frozen_checkout(tmp_path_factory) -> Path:
+    """A checkout (set CLAIMLAB_ROOT to it) whose shipped runs are copies of the frozen ones: C1's
+    and C4's published, a second session of each listed as an earlier run, and the
+    investigation's run; params, notebooks and claims are the project's. What the tests of the
+    published set read, in place of the published runs."""
+    root = tmp_path_factory.mktemp("checkout")
+    for name in ("params", "notebooks"):
+        (root / name).symlink_to(ROOT / name)
+    (root / "data").mkdir()
+    (root / "data" / "claims.yaml").symlink_to(ROOT / "data" / "claims.yaml")
+    published, earlier = {}, {}
+    for seed, name in enumerate(("c1", "format_1")):
+        run = copy_run(frozen(name), root / "data" / "raw")
+        again = copy_run(frozen(name), root / "data" / "raw", run_id=f"{run.name[:-6]}{seed:06d}", jitter=seed)
+        published[run.parent.name], earlier[run.parent.name] = [run.name], [again.name]
+    copy_run(frozen("why_slower"), root / "data" / "raw")
+    for file, listed in (("published_runs.json", published), ("earlier_runs.json", earlier)):
+        (root / "data" / file).write_text(json.dumps(listed, indent=1) + "\n")
+    return root
+
 
 def wait_for(predicate, timeout: float = 120.0):
     """The predicate's first truthy value, polled while a run goes on in another process; the

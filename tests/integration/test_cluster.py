@@ -35,7 +35,7 @@ from claimlab.report import analyze_runs
 from claimlab.servers import reap
 from claimlab.store import read_results
 from claimlab.writer import RunStore
-from conftest import ROOT, run_cli
+from conftest import ROOT, frozen, run_cli
 from hostnet import HostNetwork, make
 
 DASK = str(Path(sys.executable).with_name("dask"))
@@ -404,7 +404,7 @@ def test_import_refuses_archives_that_reach_outside_their_run_and_unfinished_run
 def test_a_packed_copy_of_a_shipped_run_imports_whole(tmp_path):
     """Runs made elsewhere include shipped ones, whose tables may be Parquet (claimlab publish)."""
     from claimlab import pack
-    shipped = sorted((ROOT / "data" / "raw" / "binlog_default").iterdir())[0]
+    shipped = frozen("format_1")
     copy = tmp_path / "src" / shipped.name
     shutil.copytree(shipped, copy)
     if (copy / "results.csv").exists():

@@ -7,7 +7,6 @@ notebooks themselves never start a server."""
 import json
 import re
 import secrets
-import shutil
 from pathlib import Path
 
 import nbformat
@@ -16,7 +15,7 @@ import pytest
 from claimlab import ablation, campaign, report
 from claimlab.servers import ServerOptions
 from claimlab.store import find_run, list_runs, read_jsonl, read_manifest, read_results
-from conftest import OVERFLOW_JS, ROOT, headless_browser, notebook_errors
+from conftest import OVERFLOW_JS, ROOT, copy_run, frozen, headless_browser, notebook_errors
 
 TOGGLES_STAND_IN = """
 description: Two of seed 004's toggles on MariaDB, standing in for the 8.0.40 ablation in the smoke report.
@@ -32,13 +31,11 @@ design: {repetitions: 2, warmup: 0, iterations: 2, seed: 20261122}
 def built(tmp_path_factory, mariadbd):
     base = tmp_path_factory.mktemp("report")
     # Both servers, every claim; CPU evidence is exercised from stored runs
-    # (test_claim_report_from_shipped_data...) and by tests/integration/test_*evidence*. The
-    # investigation re-analyses its shipped run, as `make report` does in a clone (its 32 MySQL
-    # starts at the smoke size took two of this fixture's three minutes); it runs anew in
+    # (test_stored_runs.py) and by tests/integration/test_*evidence*. The investigation
+    # re-analyses its frozen shipped run, as `make report` does in a clone (its 32 MySQL starts at
+    # the smoke size took two of this fixture's three minutes); it runs anew in
     # test_investigation_renders_an_ablation_run_made_in_the_command.
-    for _, ablation_name in report.INVESTIGATIONS.values():
-        (shipped,) = [Path(r["path"]) for r in list_runs(ROOT / "data" / "raw") if r["experiment"] == ablation_name]
-        shutil.copytree(shipped, base / "raw" / ablation_name / shipped.name)
+    copy_run(frozen("why_slower"), base / "raw")
     # A cache of its own, empty: the build's preloading is what its runs copy (checked below).
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("CLAIMLAB_DATADIRS", str(base / "datadirs"))
@@ -95,6 +92,10 @@ def test_claim_notebook_ran_end_to_end(built, experiment):
             starts = read_jsonl(find_run(m["run_id"], base / "raw") / "servers.jsonl")
             first = {s["cell"]: s for s in sorted(starts, key=lambda s: -s["seq"])}
             assert all(s["datadir_from_cache"] for s in first.values()), first
+    # Both servers named in the scope where both ran (the reports from stored runs have one).
+    servers = re.search(r"Servers:</strong> ([^<]*)", (base / "reports" / f"{report.NOTEBOOKS[experiment]}.html")
+                        .read_text()).group(1)
+    assert "MariaDB 10.11" in servers and ("MySQL 9.7" in servers) == ("mysql" in expected), servers
     # Inside a kernel too, the connector's C extension must load (see claimlab/__init__.py).
     assert all(m["provenance"]["connector_implementation"] == "c-extension" for m in manifests)
     claim_figures = base / "figures" / summary["claim"]
@@ -181,7 +182,8 @@ def test_a_campaign_plans_the_investigation_only_where_no_run_of_it_is_stored(tm
     assert (step.experiment, step.exp.profile) == (ablation_name, "smoke")
     assert {s.experiment for s in steps if not s.investigation} == set(report.NOTEBOOKS)
     assert all(s.target == "mariadb" for s in steps if not s.investigation)
-    stored = campaign.plan(None, "quick", ["mariadb"], data_dir=ROOT / "data" / "raw", log=lambda msg: None)
+    copy_run(frozen("why_slower"), tmp_path / "stored")
+    stored = campaign.plan(None, "quick", ["mariadb"], data_dir=tmp_path / "stored", log=lambda msg: None)
     assert not [s for s in stored if s.investigation]
 
 

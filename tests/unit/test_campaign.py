@@ -7,16 +7,20 @@ import pytest
 
 from claimlab import campaign, report
 from claimlab.errors import ClaimlabError, Interrupted
-from conftest import ROOT
+from conftest import frozen_id
 
 
-def test_from_data_alone_renders_the_published_runs_and_named_runs_go_by_experiment():
-    published = report.published_runs(ROOT)
-    assert campaign.stored(None).claims == published
+def test_from_data_alone_renders_the_published_runs_and_named_runs_go_by_experiment(frozen_checkout, monkeypatch):
+    monkeypatch.setenv("CLAIMLAB_ROOT", str(frozen_checkout))
+    published = report.published_runs()
+    stored = campaign.stored(None)
+    assert stored.claims == published
+    assert list(stored.investigations.values()) == [frozen_id("why_slower")]   # its newest stored run
     only_c4 = campaign.stored(None, experiments=["binlog_default"]).claims
     assert only_c4 == {"binlog_default": published["binlog_default"]}
-    c4, c2 = published["binlog_default"], published["collation_cost"]
-    assert campaign.stored([*c4, c2[0]]).claims == {"binlog_default": c4, "collation_cost": c2[:1]}
+    c4, c1 = published["binlog_default"], published["charset_mismatch"]
+    earlier = report.published_runs(file=report.EARLIER_RUNS)["charset_mismatch"]
+    assert campaign.stored([*c4, *earlier, *c1]).claims == {"binlog_default": c4, "charset_mismatch": [*earlier, *c1]}
 
 
 def test_an_unknown_experiment_is_refused_before_anything_runs():

@@ -1,6 +1,6 @@
 """Command-line behaviour that needs no server: unknown experiment and target names,
 --exclude-contention's account of what it left out, the end-of-report verdict table, runs/ beside
-data/raw."""
+data/raw; stored runs are the frozen ones (conftest.FROZEN) and copies of them."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import io
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 
@@ -19,15 +18,14 @@ from claimlab import cards, cli, records, report, store, writer
 from claimlab import params as params_mod
 from claimlab.commands import analyze as analyze_cmd
 from claimlab.errors import ClaimlabError
-from conftest import ROOT
+from conftest import ROOT, copy_run, frozen, frozen_id
 
-SHIPPED_C1 = report.published_runs(ROOT)["charset_mismatch"][0]
+SHIPPED_C1 = frozen_id("c1")
 
 
 def test_exclude_contention_says_what_it_left_out_and_why_not_tested(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(ROOT)
-    run = tmp_path / "charset_mismatch" / SHIPPED_C1
-    shutil.copytree(store.find_run(SHIPPED_C1, ROOT / "data" / "raw"), run)
+    run = copy_run(frozen("c1"), tmp_path)
     results = pd.read_csv(run / "results.csv", dtype=str)
     results["contention"] = "True"                       # every measurement taken on a busy machine
     results.to_csv(run / "results.csv", index=False)
@@ -123,10 +121,16 @@ def test_a_directory_a_command_writes_to_is_checked_before_anything_starts(tmp_p
 
 
 def test_analyze_says_how_to_settle_a_verdict_near_an_edge(capsys, tmp_path):
-    # every comparison the analysis marks near an edge gets one line naming the command to rerun it
-    published = report.published_runs(ROOT)
-    runs = [*published["collation_cost"], *published["binlog_default"]]
-    assert cli.main(["analyze", *runs, "--table", str(tmp_path / "table.csv")]) == 0
+    # every comparison the analysis marks near an edge gets one line naming the command to rerun it:
+    # a copy of the frozen C1 run, the mismatched charset's values 4% higher, which moves mismatch
+    # vs utf8mb4 (no difference within ±5%) and mismatch vs latin1 (published 0.75) to their edges
+    run = copy_run(frozen("c1"), tmp_path / "raw")
+    results = pd.read_csv(run / "results.csv", dtype=str)
+    moved = results["condition"] == "charset=mismatch"
+    results.loc[moved, "value"] = (results.loc[moved, "value"].astype(float) * 1.04).map(repr)
+    results.to_csv(run / "results.csv", index=False)
+    assert cli.main(["analyze", run.name, "--data", str(tmp_path / "raw"), "--accept-modified",
+                     "--table", str(tmp_path / "table.csv")]) == 0
     lines = [line for line in capsys.readouterr().out.splitlines() if "near an edge:" in line]
     table = pd.read_csv(tmp_path / "table.csv", keep_default_na=False)
     marked = table[table["edge_label"] != ""]
@@ -148,26 +152,21 @@ def test_a_run_named_twice_is_analysed_once(capsys):
 
 def test_the_claim_notebook_refuses_runs_of_another_claim():
     # Before: the notebook failed on `analysis, = ...` with "too many values to unpack".
-    c4 = report.published_runs(ROOT)["binlog_default"][0]
+    c4 = frozen_id("format_1")
     with pytest.raises(ClaimlabError, match=rf"run_ids: {c4} is a run of binlog_default \(C4\), not of "
-                                            r"collation_cost \(C2\)"):
-        report.resolve_runs("collation_cost", [c4], data_root=None)
-    c2 = report.published_runs(ROOT)["collation_cost"]
-    assert [p.name for p in report.resolve_runs("collation_cost", c2, data_root=None)] == c2
+                                            r"charset_mismatch \(C1\)"):
+        report.resolve_runs("charset_mismatch", [c4], data_root=None)
+    assert [p.name for p in report.resolve_runs("charset_mismatch", [SHIPPED_C1], data_root=None)] == [SHIPPED_C1]
 
 
 def test_a_reader_that_stops_reading_gets_no_traceback():
     """`claimlab analyze RUN RUN ... | head -c 10`: the pipe closes while claimlab still prints."""
-    runs = report.shipped_run_ids(ROOT)
+    runs = [SHIPPED_C1, frozen_id("format_1")]
     proc = subprocess.run(f"{sys.executable} -m claimlab.cli analyze {' '.join(runs)} | head -c 10",
                           shell=True, cwd=ROOT, capture_output=True, text=True, timeout=300,
                           executable="/bin/bash", env={**os.environ, "PYTHONUNBUFFERED": "1"})
     assert len(proc.stdout) == 10
     assert proc.stderr == ""
-
-
-def _published(experiment: str) -> list[str]:
-    return report.published_runs(ROOT)[experiment]
 
 
 def test_two_targets_on_one_server_are_told_apart_by_name():
@@ -183,12 +182,13 @@ def test_two_targets_on_one_server_are_told_apart_by_name():
     assert line[at:].startswith("MariaDB 10.11.19 ") and "(target" not in line
 
 
-def test_analyze_names_the_server_on_every_line_and_prints_no_nan(capsys):
+def test_analyze_names_the_server_on_every_line_and_prints_no_nan(capsys, tmp_path):
     # Before: one line per claim with every comparison run together, servers unnamed, "between-run
-    # sd nan" for a server with one run, and 0.8742 beside 0.874.
-    mariadb, mysql = _published("charset_mismatch")
-    earlier = report.published_runs(ROOT, report.EARLIER_RUNS)["charset_mismatch"]
-    assert cli.main(["analyze", mariadb, mysql, *earlier]) == 0
+    # sd nan" for a server with one run, and 0.8742 beside 0.874. C1 on MariaDB in two sessions
+    # (copies of the frozen run, the second's values jittered).
+    first = copy_run(frozen("c1"), tmp_path).name
+    second = copy_run(frozen("c1"), tmp_path, run_id=f"{first}-again", jitter=1).name
+    assert cli.main(["analyze", first, second, "--data", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "nan" not in out.lower()
     header, *lines = [line for line in out.splitlines() if line.startswith("  ") and " vs " in line[:24]
@@ -196,23 +196,23 @@ def test_analyze_names_the_server_on_every_line_and_prints_no_nan(capsys):
     # the prepared-statement comparison has no rows in these runs (its workload came later)
     lines = [line for line in lines if not line.startswith("  utf8mb4_ps vs latin1_ps")
              and "utf8mb4 vs latin1_ps" not in line]
-    assert header.split()[:2] == ["COMPARISON", "SERVER"] and len(lines) == 6
-    assert all(line[header.index("SERVER"):].startswith(("MariaDB 10.11.19 ", "MySQL 9.7.4 ")) for line in lines)
+    assert header.split()[:2] == ["COMPARISON", "SERVER"] and len(lines) == 3
+    assert all(line[header.index("SERVER"):].startswith("MariaDB 10.11.19 ") for line in lines)
     (between,) = [line for line in out.splitlines() if "between runs: mismatch vs latin1 on MariaDB" in line]
-    assert mariadb in between and mysql not in between
+    assert first in between and second in between
     for number in re.findall(r"(?<![\w.])\d[\d,]*\.?\d*(?![\w.])", between.split("runs ", 1)[1]):
         digits = number.replace(",", "").replace(".", "").lstrip("0")
         assert len(digits) <= 3 or "." not in number, number      # three significant digits
 
 
 def test_analyze_gives_scripts_csv_and_json_without_nan(capsys):
-    runs = _published("charset_mismatch")
+    runs = [SHIPPED_C1]
     assert cli.main(["analyze", *runs, "--format", "json"]) == 0
     captured = capsys.readouterr()
     records = json.loads(captured.out, parse_constant=lambda c: pytest.fail(f"JSON holds {c}"))
     assert {(r["comparison"], r["server"]) for r in records} == {
         (c, s) for c in ("mismatch_vs_latin1", "mismatch_vs_utf8mb4", "utf8mb4_vs_latin1")
-        for s in ("MariaDB 10.11.19", "MySQL 9.7.4")} | {("utf8mb4_vs_latin1_ps", "—")}   # not in these runs
+        for s in ("MariaDB 10.11.19",)} | {("utf8mb4_vs_latin1_ps", "—")}   # not in this run
     assert any(r["published_ratio"] is None for r in records)   # a missing number is null
     assert "C1 Charset" in captured.err                          # the heading goes to stderr
     assert cli.main(["analyze", *runs, "--format", "csv"]) == 0
@@ -221,20 +221,24 @@ def test_analyze_gives_scripts_csv_and_json_without_nan(capsys):
     assert list(table.columns)[:4] == ["claim", "comparison", "target", "server"]
 
 
-def test_runs_shows_the_server_marks_published_runs_and_filters(capsys, monkeypatch):
-    monkeypatch.chdir(ROOT)
-    published = set(report.shipped_run_ids(ROOT))
+def test_runs_shows_the_server_marks_published_runs_and_filters(capsys, monkeypatch, frozen_checkout):
+    monkeypatch.setenv("CLAIMLAB_ROOT", str(frozen_checkout))
+    published = set(report.shipped_run_ids())
+    c1, earlier = report.published_runs()["charset_mismatch"], report.published_runs(file=report.EARLIER_RUNS)
     assert cli.main(["runs", "--published", "--format", "json"]) == 0
     runs = json.loads(capsys.readouterr().out)
     assert {r["run_id"] for r in runs} == published and all(r["published"] for r in runs)
-    assert cli.main(["runs", "--experiment", "charset_mismatch", "--server", "mysql", "--published"]) == 0
+    assert cli.main(["runs", "--experiment", "charset_mismatch", "--server", "mariadb", "--published"]) == 0
     header, *rows = capsys.readouterr().out.splitlines()
     assert header.split()[:7] == ["RUN", "EXPERIMENT", "CLAIM", "SERVER", "PROFILE", "STATUS", "PUBLISHED"]
-    assert [row.split()[0] for row in rows] == [_published("charset_mismatch")[1]]
-    assert "mysql: MySQL 9.7.4" in rows[0] and rows[0][header.index("PUBLISHED")] == "*"
+    assert [row.split()[0] for row in rows] == c1
+    assert "mariadb: MariaDB 10.11.19" in rows[0] and rows[0][header.index("PUBLISHED")] == "*"
     assert cli.main(["runs", "--experiment", "charset_mismatch", "--server", "mariadb", "--format", "csv"]) == 0
     table = pd.read_csv(io.StringIO(capsys.readouterr().out))
-    earlier = set(report.published_runs(ROOT, report.EARLIER_RUNS)["charset_mismatch"])
-    assert _published("charset_mismatch")[0] in set(table["run_id"]) and earlier & set(table["run_id"])
+    assert set(table["run_id"]) == {*c1, *earlier["charset_mismatch"]}
     assert (table["published"] == table["run_id"].isin(published)).all() and not table["published"].all()
     assert table["server"].str.contains("MariaDB").all() and set(table["experiment"]) == {"charset_mismatch"}
+    assert cli.main(["runs", "--server", "mysql", "--format", "csv"]) == 0   # the investigation's run only
+    table = pd.read_csv(io.StringIO(capsys.readouterr().out))
+    assert list(table["run_id"]) == [frozen_id("why_slower")] and not table["published"].any()
+    assert table["server"].str.contains("MySQL 9.7.4").all()

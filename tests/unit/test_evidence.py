@@ -14,29 +14,39 @@ import pytest
 from claimlab import cli, evidence, instructions, profiling, report, store
 from claimlab.errors import DataError
 from claimlab.workloads import Sysbench
-from conftest import ROOT, store_evidence
+from conftest import frozen, store_evidence
 
 
 def test_every_run_without_stored_evidence_is_profiled_not_only_the_first(tmp_path):
-    earlier = json.loads((ROOT / "data" / "earlier_runs.json").read_text())["collation_cost"]
-    with_evidence = [store.find_run(r) for r in earlier]
-    assert all(evidence.exists(r) for r in with_evidence)   # both servers' C2 runs were profiled
+    with_evidence = [frozen("c1")]
+    assert all(evidence.exists(r) for r in with_evidence)   # the frozen C1 run was profiled
     without = []
-    for run in with_evidence[:2]:                          # the same runs, their evidence left out
-        (tmp_path / run.name).mkdir()
-        shutil.copy(run / "manifest.json", tmp_path / run.name)
-        without.append(tmp_path / run.name)
-    runs = [with_evidence[0], without[0], *with_evidence[1:], without[1]]
+    for copy in ("a", "b"):                                 # the same run, its evidence left out
+        (tmp_path / copy).mkdir()
+        shutil.copy(with_evidence[0] / "manifest.json", tmp_path / copy)
+        without.append(tmp_path / copy)
+    runs = [without[0], *with_evidence, without[1]]
     assert evidence.missing(runs) == without
     assert evidence.missing(with_evidence) == []
 
 
-def test_runs_profiled_before_threads_were_counted_apart_show_all_thread_counts_only():
-    run = store.find_run(json.loads((ROOT / "data" / "earlier_runs.json").read_text())["collation_cost"][0])
+def test_runs_profiled_before_threads_were_counted_apart_show_all_thread_counts_only(tmp_path):
+    """Evidence as callgrind counted it before the statement's own thread was counted apart:
+    instructions.csv without the own_* columns, beside the frozen C1 run's profiles."""
+    run = tmp_path / "run"
+    shutil.copytree(frozen("c1") / evidence.DIRECTORY, run / evidence.DIRECTORY)
+    counts = run / evidence.DIRECTORY / "instructions.csv"
+    counts.write_text("condition,statement,rows,repeats,instructions,per_row,relative_spread\n"
+                      "charset_latin1,SELECT 1,20000,3,66137509.7,3306.9,0.048\n"
+                      "charset_mismatch,SELECT 1,20000,3,99891876.3,4994.6,0.028\n")
+    index = run / evidence.DIRECTORY / evidence.INDEX
+    meta = json.loads(index.read_text())
+    meta["checksums"]["instructions.csv"] = store.sha256_file(counts)
+    index.write_text(json.dumps(meta))
     table = evidence.load(run).summary(".")
     assert {"per_row", "relative_spread"} <= set(table.columns)
     assert not {"own_per_row", "own_spread"} & set(table.columns)
-    assert "instructions per row (all threads)" in report.evidence_table(evidence.load(run), "collation_cost")
+    assert "instructions per row (all threads)" in report.evidence_table(evidence.load(run), "charset_mismatch")
 
 
 def test_a_statement_thread_counting_more_than_all_threads_is_refused():

@@ -1,20 +1,19 @@
 """The summary's per-host view: one row per host (processor, ratio [interval], verdict) and the
 pooled row (pooled ratio, between-host spread, every/some/no host) from synthetic host tables;
-from stored runs, one line when they come from one host, and the table when the shipped runs are
-stamped as two hosts' (as workers stamp theirs)."""
+from stored runs, one line when they come from one host, and the table when copies of a frozen
+run are stamped as two hosts' (as workers stamp theirs)."""
 
 from __future__ import annotations
 
 import json
 import math
-import shutil
 
 import pandas as pd
 
-from claimlab import hosts_view, report
+from claimlab import hosts_view, provenance, report, store
 from claimlab.claims import load_claims
 from claimlab.stats import hosts
-from conftest import ROOT
+from conftest import RAW, ROOT, copy_run, frozen, frozen_id
 
 C2 = load_claims(ROOT / "data" / "claims.yaml")["C2"]
 
@@ -50,22 +49,21 @@ def test_each_host_has_a_row_and_the_pool_says_on_how_many_hosts_the_claim_holds
 
 
 def test_runs_from_one_host_say_so_in_one_line():
-    ids = report.shipped_run_ids()
-    text = hosts_view.host_view_html(ids)
-    assert text.startswith(f"<p>All {len(ids)} runs come from one host (this machine: AMD EPYC")
+    ids = [frozen_id("c1"), frozen_id("format_1")]
+    cpu = provenance.cpu_label(store.read_manifest(frozen("c1"))["provenance"]["host"])
+    text = hosts_view.host_view_html(ids, data_root=RAW)
+    assert text.startswith(f"<p>All 2 runs come from one host (this machine: {cpu}")
     assert text.count("<p>") == 1 and "<table" not in text
 
 
 def test_runs_of_two_hosts_show_each_host_and_the_pool(tmp_path):
-    """The shipped C2 runs and an earlier session's, stamped as two workers' as a cluster stamps
-    them (the manifest is not among the checksummed files)."""
-    ids = {"amd-a": report.published_runs()["collation_cost"],
-           "amd-b": report.published_runs(file=report.EARLIER_RUNS)["collation_cost"][:2]}
+    """A frozen C1 run and two sessions more (copies, their values jittered), stamped as two
+    workers' as a cluster stamps them (the manifest is not among the checksummed files)."""
+    c1 = frozen_id("c1")
+    ids = {"amd-a": [c1], "amd-b": [f"{c1}-b1", f"{c1}-b2"]}
     for host, runs in ids.items():
-        for run_id in runs:
-            source = next((ROOT / "data" / "raw").glob(f"*/{run_id}"))
-            copy = tmp_path / source.parent.name / run_id
-            shutil.copytree(source, copy)
+        for seed, run_id in enumerate(runs):
+            copy = copy_run(frozen("c1"), tmp_path, run_id=run_id, jitter=seed if run_id != c1 else None)
             manifest = json.loads((copy / "manifest.json").read_text())
             manifest["provenance"]["host"]["worker_name"] = host
             (copy / "manifest.json").write_text(json.dumps(manifest))
@@ -76,8 +74,8 @@ def test_runs_of_two_hosts_show_each_host_and_the_pool(tmp_path):
     assert html.count("pooled over 2 hosts") == len(table[table["estimate"].notna()])
     assert "amd-a" in html and "amd-b" in html and "MariaDB 10.11.19" in html
     per_host, pooled = hosts_view.host_tables(every, tmp_path)
-    a = per_host[(per_host["host"] == "amd-a") & (per_host["comparison"] == "uca_ai_vs_utf8mb3")
-                 & (per_host["target"] == "mysql")].iloc[0]
-    shipped = table[(table["comparison"] == "uca_ai_vs_utf8mb3") & (table["target"] == "mysql")]
+    a = per_host[(per_host["host"] == "amd-a") & (per_host["comparison"] == "mismatch_vs_latin1")
+                 & (per_host["target"] == "mariadb")].iloc[0]
+    shipped = table[(table["comparison"] == "mismatch_vs_latin1") & (table["target"] == "mariadb")]
     assert not math.isclose(a["estimate"], shipped["estimate"].iloc[0])   # one host's own, not the pool
     assert f"{a['estimate']:.3g}" in html

@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 
 from claimlab import report, store
-from conftest import ROOT
+from conftest import RAW, frozen_id
 
 
 def test_index_has_a_card_per_comparison_and_escapes_what_it_is_given(tmp_path):
-    a = report.analyze_runs(report.published_runs(ROOT)["binlog_default"])[0]
+    a = report.analyze_runs([frozen_id("format_1")], RAW)[0]
     summary = tmp_path / "binlog_default.summary.json"
-    run_dirs = [store.find_run(r) for r in a.run_id.split()]
+    run_dirs = [store.find_run(r, RAW) for r in a.run_id.split()]
     report.write_summary(summary, run_dirs, a.table, a.claim)
     data = json.loads(summary.read_text())
     data["title"] = "<script>alert(1)</script>"
@@ -25,17 +25,17 @@ def test_index_has_a_card_per_comparison_and_escapes_what_it_is_given(tmp_path):
 
 
 def test_index_names_the_claims_and_servers_measured_in_a_slow_hour(tmp_path):
-    # the published C2 runs, one server's fast-state shares set to what a slow hour leaves
-    c2 = report.published_runs(ROOT)["collation_cost"]
-    a = report.analyze_runs(c2)[0]
-    summary = tmp_path / "collation_cost.summary.json"
-    report.write_summary(summary, [store.find_run(r) for r in c2], a.table, a.claim)
+    # a frozen C1 run, one server's fast-state shares set to what a slow hour leaves
+    c1 = [frozen_id("c1")]
+    a = report.analyze_runs(c1, RAW)[0]
+    summary = tmp_path / "charset_mismatch.summary.json"
+    report.write_summary(summary, [store.find_run(r, RAW) for r in c1], a.table, a.claim)
     data = json.loads(summary.read_text())
     slow = data["rows"][0]["target"]
     for row in data["rows"]:
         row["fast_share"] = 0.11 if row["target"] == slow else 0.9
-    built = report.Built("collation_cost", tmp_path / "C2.ipynb", tmp_path / "C2.html", data)
+    built = report.Built("charset_mismatch", tmp_path / "C1.ipynb", tmp_path / "C1.html", data)
     page = report.write_index(tmp_path / "index.html", [built], tmp_path / "summary.html").read_text()
-    assert "Measured in a slow hour" in page and page.count("<li>C2 on ") == 1, page
+    assert "Measured in a slow hour" in page and page.count("<li>C1 on ") == 1, page
     assert "only 11% of a comparison&#39;s values" in page, page
     assert f"--target {slow})" in page, page

@@ -12,14 +12,12 @@ import pytest
 
 from claimlab import ablation, campaign, records, report, store, variables, writer
 from claimlab.errors import DataError
-from conftest import ROOT
+from conftest import ROOT, frozen
 
 
 def test_stored_facts_diff_a_run_without_a_server():
     # MariaDB's: its version gains "-log" with the binlog on (MySQL's does not)
-    run_dir = next(d for d in (store.find_run(r, ROOT / "data" / "raw")
-                               for r in report.published_runs(ROOT)["binlog_default"])
-                   if store.read_manifest(d)["default_target"] == "mariadb")
+    run_dir = frozen("format_1")
     d = variables.diff(variables.stored_facts(run_dir, "binlog=off"), variables.stored_facts(run_dir, "binlog=on"),
                        "off", "on")
     flagged = set(d.flagged["variable"])
@@ -98,10 +96,11 @@ def test_conditions_on_servers_not_here_are_listed_not_fatal(tmp_path, monkeypat
         check_available(missing.target)
 
 
-def test_a_quick_build_reads_the_shipped_investigation_where_one_is_stored(tmp_path):
+def test_a_quick_build_reads_the_shipped_investigation_where_one_is_stored(tmp_path, frozen_checkout, monkeypatch):
     """make report re-analyses the shipped seed 004 hunt instead of running it (minutes); a data
     directory without one gets a fresh smoke run."""
     notebook, ablation_name = report.INVESTIGATIONS["why_slower"]
     assert (ROOT / "notebooks" / notebook).is_file()
+    monkeypatch.setenv("CLAIMLAB_ROOT", str(frozen_checkout))   # a clone: runs/ and data/raw
     assert campaign._stored_ablation(ablation_name, None)
     assert not campaign._stored_ablation(ablation_name, tmp_path)

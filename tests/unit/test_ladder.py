@@ -8,7 +8,6 @@ from __future__ import annotations
 import math
 
 import pandas as pd
-import pytest
 
 from claimlab import ladder
 
@@ -128,16 +127,17 @@ def test_servers_absent_from_the_runs_are_absent_and_claims_keep_their_order():
     assert "No claim" in ladder.table_html(rungs.iloc[:0])
 
 
-def test_the_shipped_runs_give_each_claim_a_rung_on_mysql_97_then_mariadb_apart():
+def test_stored_runs_give_each_claim_a_rung_on_the_server_that_ran_it():
+    """The frozen C1 and C4 runs (MariaDB, the one run format 1 with its target named `default`):
+    a rung per claim at its main comparison, the server read from its versions, the origin from
+    the target's kind where the run recorded none."""
     from claimlab import report
-    rungs = ladder.of_analyses(report.analyze_runs(report.shipped_run_ids()))
-    assert list(rungs["claim"]) == ["C1", "C1", "C2", "C2", "C3", "C3", "C4", "C4"]
-    assert list(rungs["server"]) == ["MySQL 9.7.4", "MariaDB 10.11.19"] * 4
-    assert list(rungs["comparison"][::2]) == ["mismatch_vs_latin1", "uca_ai_vs_utf8mb3",
-                                               "defaults80_vs_defaults57_insert", "binlog_on_vs_off"]
-    assert set(rungs["origin"]) == {"Debian package", "OS package"}
-    c2 = rungs[(rungs["claim"] == "C2") & (rungs["family"] == "mysql")].iloc[0]
-    assert c2["estimate"] == pytest.approx(1.44, abs=0.01) and c2["published_ratio"] == 1.29
+    from conftest import RAW, frozen_id
+    rungs = ladder.of_analyses(report.analyze_runs([frozen_id("c1"), frozen_id("format_1")], RAW))
+    assert list(rungs["claim"]) == ["C1", "C4"]
+    assert list(rungs["server"]) == ["MariaDB 10.11.19"] * 2
+    assert list(rungs["comparison"]) == ["mismatch_vs_latin1", "binlog_on_vs_off"]
+    assert set(rungs["origin"]) == {"OS package"}
 
 
 def test_the_ladder_figure_draws_a_dot_and_interval_per_server_in_release_order():
@@ -177,15 +177,14 @@ def test_a_stored_runs_recorded_archive_and_origin_name_its_build(tmp_path):
     import shutil
 
     from claimlab import report
-    from conftest import ROOT
-    run_id = report.published_runs()["collation_cost"][1]   # MySQL 9.7.4's run
-    copy = tmp_path / "collation_cost" / run_id
-    shutil.copytree(next((ROOT / "data" / "raw").glob(f"*/{run_id}")), copy)
+    from conftest import frozen
+    copy = tmp_path / "charset_mismatch" / frozen("c1").name   # MariaDB 10.11.19's run
+    shutil.copytree(frozen("c1"), copy)
     manifest = json.loads((copy / "manifest.json").read_text())
-    manifest["provenance"]["servers"] = {"mysql": {"version": "9.7.4", "origin": "source build",
-                                                   "archive": "mysql-9.7.4-patched-linux-glibc2.36-x86_64.tar.xz"}}
+    manifest["provenance"]["servers"] = {"mariadb": {"version": "10.11.19", "origin": "source build",
+                                                     "archive": "mariadb-10.11.19-patched-linux-systemd-x86_64.tar.gz"}}
     (copy / "manifest.json").write_text(json.dumps(manifest))
-    rungs = ladder.of_analyses(report.analyze_runs([run_id], tmp_path))
-    assert list(rungs["server"]) == ["MySQL 9.7.4 (patched build)"]
+    rungs = ladder.of_analyses(report.analyze_runs([copy.name], tmp_path))
+    assert list(rungs["server"]) == ["MariaDB 10.11.19 (patched build)"]
     assert list(rungs["origin"]) == ["source build"]
-    assert list(rungs["comparison"]) == ["uca_ai_vs_utf8mb3"]
+    assert list(rungs["comparison"]) == ["mismatch_vs_latin1"]

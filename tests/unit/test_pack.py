@@ -1,5 +1,5 @@
 """Packed runs: a shipped run's tables as Parquet read back exactly as the CSV did, checksummed,
-refused when edited, and never left half-packed (tested on a copy of a real shipped run)."""
+refused when edited, and never left half-packed (tested on a CSV copy of a frozen shipped run)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from claimlab import cli, report
+from claimlab import cli
 from claimlab import pack as pack_mod
 from claimlab.errors import DataError
 from claimlab.pack import (
@@ -35,31 +35,15 @@ from claimlab.store import (
     verify,
 )
 from claimlab.writer import RunStore
-from conftest import ROOT
+from conftest import ROOT, copy_run, frozen, frozen_id
 
-SHIPPED_RUNS = ROOT / "data" / "raw" / "charset_mismatch"
-
-
-def _shipped_csv_run() -> str:
-    """A shipped run still stored as CSV: a published one, else any (the published runs may be
-    shipped packed, and a packed run cannot be packed again)."""
-    published = report.published_runs(ROOT)["charset_mismatch"]
-    others = sorted(p.name for p in SHIPPED_RUNS.iterdir() if p.name not in published)
-    for run_id in published + others:
-        if (SHIPPED_RUNS / run_id / "results.csv").exists():
-            return run_id
-    raise AssertionError(f"{SHIPPED_RUNS}: no run stored as CSV left to pack")
-
-
-SHIPPED = _shipped_csv_run()
+SHIPPED = frozen_id("c1")
 
 
 @pytest.fixture
 def run(tmp_path):
-    """A copy of a shipped run (data/raw is never touched)."""
-    path = tmp_path / "raw" / "charset_mismatch" / SHIPPED
-    shutil.copytree(SHIPPED_RUNS / SHIPPED, path)
-    return path
+    """A CSV copy of a frozen run (data/raw is never touched, and may hold it packed)."""
+    return copy_run(frozen("c1"), tmp_path / "raw")
 
 
 def _files(path) -> dict[str, bytes]:

@@ -8,7 +8,7 @@ import json
 import shutil
 
 from claimlab import provenance, report
-from conftest import ROOT
+from conftest import frozen
 
 CPUINFO = """processor\t: 0
 vendor_id\t: AuthenticAMD
@@ -45,9 +45,9 @@ def test_this_hosts_facts_name_its_processor_family():
     assert provenance.cpu_label({"cpu_model": "AMD EPYC"}) == "AMD EPYC (family not recorded)"
 
 
-def _copy_run(run_id: str, dest, cpu: dict | None):
-    source = next((ROOT / "data" / "raw").glob(f"*/{run_id}"))
-    target = dest / run_id
+def _copy_run(name: str, dest, cpu: dict | None):
+    source = frozen(name)
+    target = dest / source.name
     shutil.copytree(source, target)
     manifest = json.loads((target / "manifest.json").read_text())
     if cpu is None:
@@ -59,7 +59,7 @@ def _copy_run(run_id: str, dest, cpu: dict | None):
 
 
 def test_runs_of_one_claim_on_different_processors_are_noted(tmp_path):
-    runs = report.published_runs(ROOT)["binlog_default"]
+    runs = ["c1", "format_1"]   # runs of two claims: the note reads their manifests only
     zen5 = {"vendor": "AuthenticAMD", "family": "26", "model": "2", "stepping": "1"}
     same = [_copy_run(run, tmp_path / "a", zen5) for run in runs]
     assert report._hardware_note(same) == ()

@@ -148,13 +148,10 @@ def test_server_variables_are_inside_the_checksums(store):
         read_results(store.path)
 
 
-# The one format-1 run kept as a fixture (format 1 did not checksum variables/): old runs stay readable.
-FORMAT_1_RUN = "20261122T082956Z-4c9448"
-
-
 def test_format_1_runs_stay_readable():
-    from conftest import ROOT
-    run = find_run(FORMAT_1_RUN, ROOT / "data" / "raw")
+    """The one format-1 run kept frozen (format 1 did not checksum variables/): old runs stay readable."""
+    from conftest import RAW, frozen_id
+    run = find_run(frozen_id("format_1"), RAW)
     assert read_manifest(run)["format_version"] == 1
     df = read_results(run)
     assert len(df) > 0 and df.attrs["run_state"]["verified"]
