@@ -26,7 +26,8 @@ RAW = ROOT / "data" / "raw"
 # The shipped runs the suite reads, and the only ones: golden tests read these three, every other
 # test makes its runs (a server, the writer, a copy of one of these) or simulates them, so the
 # shipped set can change without a test changing. A test reads them through the store (CSV or
-# packed Parquet alike) or takes a copy (`copy_run`).
+# packed Parquet alike) or takes a copy (`copy_run`); `_frozen_runs_only` fails a test that reads
+# any other run under data/raw.
 FROZEN = {
     "format_1": "binlog_default/20261122T082956Z-4c9448",       # C4 on MariaDB, the one format-1 run
     "c1": "charset_mismatch/20261127T205013Z-4e92a5",           # C1 on MariaDB, with its CPU evidence
@@ -68,6 +69,41 @@ def frozen(name: str) -> Path:
 
 def frozen_id(name: str) -> str:
     return frozen(name).name
+
+
+def unfrozen_run(path) -> str | None:
+    """The shipped run ("experiment/run id") a file lies in when it is not a frozen one, else None."""
+    text = os.path.abspath(os.fsdecode(path))
+    if not text.startswith(_RAW_PREFIX):
+        return None
+    parts = text[len(_RAW_PREFIX):].split(os.sep)
+    run = "/".join(parts[:2])
+    return run if len(parts) > 2 and run not in FROZEN.values() else None
+
+
+_RAW_PREFIX = str(RAW) + os.sep
+_UNFROZEN_READS: list[str] = []
+
+
+def _note_unfrozen_reads(event: str, args: tuple) -> None:
+    """An audit hook (it cannot be removed, so it only notes): files opened in this process."""
+    if event == "open" and args and isinstance(args[0], (str, bytes, os.PathLike)):
+        run = unfrozen_run(args[0])
+        if run:
+            _UNFROZEN_READS.append(run)
+
+
+sys.addaudithook(_note_unfrozen_reads)
+
+
+@pytest.fixture(autouse=True)
+def _frozen_runs_only():
+    """A test, or a fixture set up for it, that opened a file of a shipped run other than FROZEN
+    fails. Subprocesses are not watched: tests give them frozen run ids or a `frozen_checkout`."""
+    yield
+    read = sorted(set(_UNFROZEN_READS))
+    _UNFROZEN_READS.clear()
+    assert not read, f"read shipped runs that are not frozen (conftest.FROZEN): {', '.join(read)}"
 
 
 def copy_run(source: Path, dest_root: Path, run_id: str | None = None, jitter: int | None = None) -> Path:
