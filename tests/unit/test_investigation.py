@@ -5,7 +5,6 @@ it must flag."""
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -52,13 +51,13 @@ def test_stored_run_reads_the_newest_complete_run(tmp_path, monkeypatch):
 def test_the_ablation_of_a_stored_run_is_the_one_it_measured():
     """A later edit of the file cannot mislabel an old run's steps: the run's manifest keeps the
     document, profile and target it measured."""
-    (run,) = [r for r in store.list_runs(ROOT / "data" / "raw") if r["experiment"] == "seed004_hunt_mysql"]
-    measured = ablation.of_run(Path(run["path"]))
-    as_filed = ablation.load(ROOT / "params" / "ablation" / "seed004_hunt_mysql.yaml", run["profile"])
+    run = frozen("why_slower")
+    measured = ablation.of_run(run)
+    as_filed = ablation.load(ROOT / "params" / "ablation" / "seed004_hunt_mysql.yaml",
+                             store.read_manifest(run)["profile"])
     assert measured.steps() == as_filed.steps() and measured.design == as_filed.design
-    claim_run = store.find_run(report.published_runs(ROOT)["binlog_default"][0], ROOT / "data" / "raw")
     with pytest.raises(DataError, match="is not an ablation run"):
-        ablation.of_run(claim_run)
+        ablation.of_run(frozen("format_1"))
 
 
 def test_surprises_flag_a_step_that_made_it_slower():
