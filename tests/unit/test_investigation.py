@@ -4,6 +4,7 @@ it must flag."""
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 import pandas as pd
@@ -70,11 +71,14 @@ def test_surprises_flag_a_step_that_made_it_slower():
     assert len(found) == 1 and "performance_schema" in found[0] and "-16% [-33%, -6%]" in found[0]
 
 
-def test_only_one_statement_workloads_are_counted_by_callgrind():
+def test_callgrind_counts_one_statement_workloads_and_sysbench_over_the_text_protocol_only():
+    """A prepared statement is lexed once, so one text query cannot stand for C1's `oltp_ps`."""
     from claimlab import instructions, profiling
-    kinds = {c.workload.kind: instructions.countable(c.workload) for name in ("charset_mismatch", "binlog_default")
-             for c in profiling.conditions_of(name, "smoke", ROOT)}
-    assert kinds == {"sysbench": False, "proc_insert_loop": True}
+    counted = {(c.workload.kind, getattr(c.workload, "ps_mode", None)): instructions.countable(c.workload)
+               for name in ("charset_mismatch", "binlog_default") for c in profiling.conditions_of(name, "smoke", ROOT)}
+    assert counted == {("sysbench", "disable"): True, ("proc_insert_loop", None): True}
+    text = next(c.workload for c in profiling.conditions_of("charset_mismatch", "smoke", ROOT))
+    assert not instructions.countable(dataclasses.replace(text, ps_mode="auto"))
     for c in profiling.conditions_of("binlog_default", "smoke", ROOT):
         assert instructions.statement_for(c.workload).rows == c.workload.rows
 
