@@ -193,10 +193,12 @@ def pytest_sessionfinish(session, exitstatus):
 # modules, a long module that starts late is the suite's tail. Measured with pytest --durations:
 # the notebook modules build reports for three to four minutes each (the smoke report on both
 # servers; the re-render of the shipped runs), test_mysql and test_runner take about three
-# minutes of server starts, test_evidence_mysql a minute and a half in one test; every other
-# module takes under a minute.
+# minutes of server starts, test_cluster about two (its hosts' workers and servers),
+# test_evidence_mysql a minute and a half in one test, test_evidence_mirror a minute (MySQL 5.7
+# and 8.0 under callgrind); every other module takes under a minute.
 _LONGEST = ("notebooks/test_reports.py", "notebooks/test_stored_runs.py", "integration/test_mysql.py",
-            "integration/test_runner.py", "integration/test_evidence_mysql.py")
+            "integration/test_runner.py", "integration/test_cluster.py", "integration/test_evidence_mysql.py",
+            "integration/test_evidence_mirror.py")
 _TIER_ORDER = {"notebooks": 0, "integration": 1, "unit": 2}
 
 
