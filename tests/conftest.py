@@ -390,3 +390,15 @@ def mirror_target(name: str, version: str):
     except TargetUnavailable as exc:
         pytest.fail(f"the mirror is given but cannot serve {version}: {exc}")
     return target
+
+
+@pytest.fixture(scope="session")
+def mysql57():
+    """MySQL 5.7.23 from the mirror (skipped without one)."""
+    return mirror_target("mysql57", "5.7.23")
+
+
+@pytest.fixture(scope="session")
+def mysql80():
+    """MySQL 8.0.40 from the mirror (skipped without one)."""
+    return mirror_target("mysql80", "8.0.40")

@@ -166,20 +166,27 @@ def _started_measuring(worker_dir: Path) -> bool:
     return False
 
 
-def test_two_claims_over_hosts_survive_a_killed_worker_and_pool_by_host(dask_cluster, tmp_path):
+def _session_losing_bench_a(dask_cluster, store: Path, experiments: list[str], **options):
+    """`cluster.run` in a thread, with bench-a SIGKILLed (no chance to close anything) once it
+    measures: the thread, the holder of its session, and its log lines."""
     import threading
-    store = tmp_path / "store"
     lines: list[str] = []
     out: dict = {}
     where = cluster.endpoint(dask_cluster.address, None)
     thread = threading.Thread(target=lambda: out.update(session=cluster.run(
-        where, EXPERIMENTS, profile="smoke", targets=["mariadb"], data_root=store, log=lines.append)))
+        where, experiments, profile="smoke", targets=["mariadb"], data_root=store, log=lines.append, **options)))
     thread.start()
     deadline = time.monotonic() + 90
     while not _started_measuring(dask_cluster.worker_dir("bench-a")):
         assert time.monotonic() < deadline and thread.is_alive(), "\n".join(lines)
         time.sleep(0.2)
-    dask_cluster.kill("bench-a")               # mid-run: SIGKILL, no chance to close anything
+    dask_cluster.kill("bench-a")
+    return thread, out, lines
+
+
+def test_two_claims_over_hosts_survive_a_killed_worker_and_pool_by_host(dask_cluster, tmp_path):
+    store = tmp_path / "store"
+    thread, out, lines = _session_losing_bench_a(dask_cluster, store, EXPERIMENTS)
     deadline = time.monotonic() + 30
     while not any("bench-a: lost mid-run" in line for line in lines):
         assert time.monotonic() < deadline, "\n".join(lines)
@@ -318,20 +325,8 @@ def test_a_report_over_the_cluster_has_a_per_host_view(dask_cluster, tmp_path):
 
 def test_a_host_gone_for_good_has_its_job_moved_to_a_host_of_its_kind(dask_cluster, tmp_path):
     """The last test on the cluster: bench-a does not come back."""
-    import threading
     store = tmp_path / "store"
-    lines: list[str] = []
-    out: dict = {}
-    where = cluster.endpoint(dask_cluster.address, None)
-    thread = threading.Thread(target=lambda: out.update(session=cluster.run(
-        where, ["binlog_default"], profile="smoke", targets=["mariadb"], data_root=store, move_after=1,
-        log=lines.append)))
-    thread.start()
-    deadline = time.monotonic() + 90
-    while not _started_measuring(dask_cluster.worker_dir("bench-a")):
-        assert time.monotonic() < deadline and thread.is_alive(), "\n".join(lines)
-        time.sleep(0.2)
-    dask_cluster.kill("bench-a")
+    thread, out, lines = _session_losing_bench_a(dask_cluster, store, ["binlog_default"], move_after=1)
     thread.join(timeout=240)
     assert not thread.is_alive(), "\n".join(lines)
     session = out["session"]

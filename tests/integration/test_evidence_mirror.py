@@ -18,7 +18,7 @@ from claimlab.servers import Launcher, ServerOptions, installation
 from claimlab.store import sha256_file
 from claimlab.symbols import build_id
 from claimlab.workloads import VarcharScan
-from conftest import ROOT, mirror_target, store_evidence
+from conftest import ROOT, store_evidence
 
 C1_TINY = """
 claim: C1
@@ -36,16 +36,6 @@ factors:
 design: {repetitions: 1, warmup: 0, iterations: 1}
 """
 LITERAL_BYTES = 119   # the query's literal: sysbench's `c` format
-
-
-@pytest.fixture(scope="module")
-def mysql57():
-    return mirror_target("mysql57", "5.7.23")
-
-
-@pytest.fixture(scope="module")
-def mysql80():
-    return mirror_target("mysql80", "8.0.40")
 
 
 def test_c1_counts_per_query_are_added_to_evidence_stored_without_them(tmp_path, write_params, mysql57):

@@ -10,17 +10,7 @@ import mysql.connector
 import pytest
 
 from claimlab.servers import Launcher, ServerOptions, installation
-from conftest import mirror_target, query
-
-
-@pytest.fixture(scope="module")
-def mysql57():
-    return mirror_target("mysql57", "5.7.23")
-
-
-@pytest.fixture(scope="module")
-def mysql80():
-    return mirror_target("mysql80", "8.0.40")
+from conftest import query
 
 
 @pytest.fixture(scope="module")
