@@ -14,13 +14,13 @@ reaper (servers of dead runs).
 """
 
 from . import debian, tarball
+from .external import ExternalServer
 from .flavor import ROLES, Flavor, MariaDB, MySQL, canonical_name, parse_version
 from .kinds import TargetKind, cache_dir, kind_of, mariadb_binary
 from .launcher import Launcher, check_available, check_cpus, flavor_of, installation
 from .local import (
     LOST_CONNECTION_ERRNOS,
     VOLATILE_VARIABLES,
-    ExternalServer,
     Installation,
     LocalServer,
     Server,

@@ -11,8 +11,9 @@ from typing import ClassVar
 
 from ..errors import TargetUnavailable
 from . import debian, tarball
+from .external import ExternalServer
 from .flavor import Flavor
-from .local import ExternalServer, Installation, binary_version
+from .local import Installation, binary_version
 from .options import TargetSpec
 
 

@@ -12,9 +12,10 @@ from pathlib import Path
 import mysql.connector
 
 from ..errors import ConfigError, TargetUnavailable
+from .external import ExternalServer
 from .flavor import Flavor
 from .kinds import kind_of
-from .local import ExternalServer, Installation, LocalServer, Server
+from .local import Installation, LocalServer, Server
 from .options import ServerOptions, TargetSpec
 
 # A named lock every claimlab run holds on an external server while it uses it: two runs against

@@ -1,5 +1,5 @@
-"""Servers claimlab connects to: the ones it runs itself (`LocalServer`: own data directory,
-option file and Unix socket, no TCP) and someone else's (`ExternalServer`: only connected to).
+"""Servers claimlab runs itself (`LocalServer`: own data directory, option file and Unix socket,
+no TCP), and what every server it connects to shares (`Server`; someone else's is in `external`).
 
 The truth about a running server is what it reports (`facts()`), never the option file.
 """
@@ -407,42 +407,6 @@ def stop_all(servers: list[Server]) -> None:
         server.request_stop()
     for server in servers:
         server.stop()
-
-
-class ExternalServer(Server):
-    """Someone else's server: claimlab only connects, and only touches its own schemas."""
-
-    def __init__(self, target: TargetSpec):
-        self.target = target
-        self.pid = None
-        self._flavor: Flavor | None = None
-
-    @property
-    def flavor(self) -> Flavor:
-        if self._flavor is None:
-            self._flavor = self.facts().flavor
-        return self._flavor
-
-    def connect_args(self) -> dict[str, Any]:
-        t = self.target
-        args: dict[str, Any] = {"user": t.user}
-        if t.socket:
-            args["unix_socket"] = t.socket
-        else:
-            args.update(host=t.host, port=t.port or 3306)
-        if t.password_env:
-            if t.password_env not in os.environ:
-                raise TargetUnavailable(f"target {t.name}: environment variable {t.password_env} "
-                                        "(password_env) is not set")
-            args["password"] = os.environ[t.password_env]
-        return args
-
-    def start(self) -> "ExternalServer":
-        try:
-            self.connect().close()
-        except ServerGone as exc:
-            raise TargetUnavailable(str(exc)) from None
-        return self
 
 
 def binary_version(binary: Path) -> str:
