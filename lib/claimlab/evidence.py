@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +29,7 @@ from .errors import DataError, TargetUnavailable
 from .servers import Launcher, check_available, installation
 from .store import load_manifest, sha256_file
 from .symbols import SymbolTable, build_id
+from .writer import _write_atomic
 
 DIRECTORY = "evidence"
 INDEX = "evidence.json"
@@ -184,9 +184,7 @@ def add_instructions(name: str, run_dir: Path, *, target: str | None = None) -> 
     meta[ADDED] = {"what": "callgrind instruction counts", "conditions": [c.name for c in todo],
                    "created_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
                    "binaries": builds, "checksums": {f: sha256_file(out / f) for f in tables}}
-    partial = out / f".{INDEX}.tmp"
-    partial.write_text(json.dumps(meta, indent=1))
-    os.replace(partial, out / INDEX)
+    _write_atomic(out / INDEX, json.dumps(meta, indent=1))
     return load(run_dir)
 
 

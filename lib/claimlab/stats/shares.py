@@ -25,8 +25,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from claimlab.errors import DataError
-
+from ..errors import DataError
 from .intervals import Interval, log_ratio
 from .observations import as_matrix, block_log_ratios, factor_columns
 
