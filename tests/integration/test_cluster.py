@@ -239,8 +239,11 @@ def test_two_claims_over_hosts_survive_a_killed_worker_and_pool_by_host(dask_clu
     assert len(pooled) == len(per_host) / 2 and (pooled["n_hosts"] == 2).all()
     for row in pooled.itertuples(index=False):
         hosts = per_host[(per_host["comparison"] == row.comparison) & (per_host["target"] == row.target)]
-        assert hosts["estimate"].min() * (1 - 1e-12) <= row.estimate <= hosts["estimate"].max() * (1 + 1e-12), \
-            (row, hosts)
+        # A smoke run may leave a host without an estimate (no fast-state value on one side):
+        # the pool then has none, or lies between the hosts that have one.
+        known = hosts["estimate"].dropna()
+        assert (len(known) < len(hosts) and pd.isna(row.estimate)) or \
+            known.min() * (1 - 1e-12) <= row.estimate <= known.max() * (1 + 1e-12), (row, hosts)
         supported = (hosts["verdict"] == "supported").sum()
         assert row.holds_on == {2: "every", 1: "some", 0: "none"}[supported]
 
