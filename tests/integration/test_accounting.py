@@ -51,9 +51,13 @@ def test_costs_per_row_show_the_binlog_mechanism(tmp_path, write_params, mariadb
     assert _cost(table, "binlog=off", "status.Binlog_commits/op") == 0
     assert _cost(table, "binlog=on", "status.Binlog_commits/op") == 1
     # the device sees the binlog's extra sync: more cache flushes per row with it on; a data
-    # directory in memory (tmpfs) reaches no device, and then none may be counted for it
+    # directory in memory (tmpfs) reaches no device, and then none may be counted for it. The
+    # disk's counter is the whole device's: servers of other tests running beside this one only
+    # add flushes (once 1.8 per row with the binlog off, the mean ratio 1.26), so each condition's
+    # least disturbed measurement, its minimum, carries the mechanism.
     if _on_block_device(tmp_path):
-        assert _cost(table, "binlog=on", "disk_flushes/op") > 1.3 * _cost(table, "binlog=off", "disk_flushes/op")
+        flushes = stats.per_operation(results, ["disk_flushes"]).groupby("condition")["value"].min()
+        assert flushes["binlog=on"] > 1.3 * flushes["binlog=off"], flushes
     else:
         assert _cost(table, "binlog=on", "status.Binlog_commits/op") == 1
     # server CPU per row is positive; the client's is recorded separately
