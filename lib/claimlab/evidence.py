@@ -29,7 +29,7 @@ from .errors import DataError, TargetUnavailable
 from .servers import Launcher, check_available, installation
 from .store import load_manifest, sha256_file
 from .symbols import SymbolTable, build_id
-from .writer import _write_atomic
+from .writer import write_atomic
 
 DIRECTORY = "evidence"
 INDEX = "evidence.json"
@@ -184,7 +184,7 @@ def add_instructions(name: str, run_dir: Path, *, target: str | None = None) -> 
     meta[ADDED] = {"what": "callgrind instruction counts", "conditions": [c.name for c in todo],
                    "created_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
                    "binaries": builds, "checksums": {f: sha256_file(out / f) for f in tables}}
-    _write_atomic(out / INDEX, json.dumps(meta, indent=1))
+    write_atomic(out / INDEX, json.dumps(meta, indent=1))
     return load(run_dir)
 
 

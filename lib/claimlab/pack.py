@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 from .errors import DataError
 from .records import RunManifest, now
 from .store import _read_csv, find_run, load_manifest, project_root, raw_root, run_state, sha256_file
-from .writer import RunStore, _write_atomic
+from .writer import RunStore, write_atomic
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -211,7 +211,7 @@ def mark_published(experiment: str, run_id: str, root: Path | None = None) -> bo
         return False
     listed.setdefault(experiment, []).append(run_id)
     lines = [f" {json.dumps(name)}: {json.dumps(ids)}" for name, ids in listed.items()]
-    _write_atomic(path, "{\n" + ",\n".join(lines) + "\n}\n")
+    write_atomic(path, "{\n" + ",\n".join(lines) + "\n}\n")
     return True
 
 

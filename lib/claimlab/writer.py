@@ -50,7 +50,7 @@ def _append(path: Path, text: str, *, sync: bool = True) -> None:
         os.close(fd)
 
 
-def _write_atomic(path: Path, text: str, *, sync: bool = True) -> None:
+def write_atomic(path: Path, text: str, *, sync: bool = True) -> None:
     """The whole new content or the old one; a failed write (disk full) leaves no temporary file."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
@@ -192,7 +192,7 @@ class RunStore:
             state[name] = {"before": [size, digest.hexdigest()], "after": [size, digest.hexdigest()]}
         # a killed process's writes outlive it without an fsync: only a machine's death loses them,
         # and then the torn tails are what `open_run` repairs
-        _write_atomic(self.path / WRITTEN, json.dumps(state | changing, sort_keys=True), sync=False)
+        write_atomic(self.path / WRITTEN, json.dumps(state | changing, sort_keys=True), sync=False)
 
     @property
     def run_id(self) -> str:
@@ -202,7 +202,7 @@ class RunStore:
         return load_manifest(self.path)
 
     def write_manifest(self, manifest: RunManifest) -> None:
-        _write_atomic(self.path / "manifest.json", json.dumps(manifest.as_dict(), indent=1, sort_keys=True,
+        write_atomic(self.path / "manifest.json", json.dumps(manifest.as_dict(), indent=1, sort_keys=True,
                                                               default=str) + "\n")
 
     def update_manifest(self, **changes) -> None:
@@ -244,7 +244,7 @@ class RunStore:
         vdir = self.path / "variables"
         vdir.mkdir(exist_ok=True)
         if not (vdir / f"{sha}.json").exists():
-            _write_atomic(vdir / f"{sha}.json", text + "\n")
+            write_atomic(vdir / f"{sha}.json", text + "\n")
         self._digest(f"variables/{sha}.json")
         self._put("servers.jsonl", json.dumps(record | {"variables": sha}, sort_keys=True, default=str) + "\n")
         return sha
