@@ -18,11 +18,11 @@ from .stats.verdicts import EDGE_FACTOR, EDGE_MARK
 from .wording import (
     FAMILY_NAMES,
     comparison_words,
+    interval,
     level,
     level_words,
     metric_words,
     missing,
-    number,
     percent,
     published,
     ratio_change,
@@ -70,7 +70,7 @@ def card_html(row, claim_family: str = "mysql", workload: bool | set = False) ->
     if verdict == "not_tested":
         measured = "not measured"
     else:
-        measured = (f"ratio {number(row['estimate'])} [{number(row['ci_low'])}, {number(row['ci_high'])}] "
+        measured = (f"ratio {interval(row['estimate'], row['ci_low'], row['ci_high'])} "
                     f"({ratio_change(row['estimate'])}; {level(row['confidence'])} interval)")
     flagged = row.get("flagged_share")
     flagged_text = ("speed witness: not recorded in this run" if flagged is None or pd.isna(flagged) else
@@ -146,7 +146,7 @@ def verdict_lines(rows) -> list[str]:
     for r in rows:
         untested = r.get("verdict") == "not_tested" or r.get("estimate") is None
         measured = ("not measured" if untested else
-                    f"{number(r['estimate'])} [{number(r.get('ci_low'))}, {number(r.get('ci_high'))}]")
+                    interval(r["estimate"], r.get("ci_low"), r.get("ci_high")))
         lines.append((str(r["claim"]), comparison_label(r["comparison"]),
                       server_name(r.get("server_version"), r.get("target")) or "—",
                       measured, published(r.get("published_ratio")),
@@ -175,7 +175,7 @@ def note_html(row, workload: bool | set = False) -> str:
     family = server_family(row["server_version"]) if server_name(row["server_version"]) else None
     parts = note_parts(row["verdict_note"] if isinstance(row["verdict_note"], str) else "")
     measured = ("not measured" if row["verdict"] == "not_tested" or missing(row.get("estimate")) else
-                f"ratio {number(row['estimate'])} [{number(row['ci_low'])}, {number(row['ci_high'])}], "
+                f"ratio {interval(row['estimate'], row['ci_low'], row['ci_high'])}, "
                 f"{level(row['confidence'])} interval")
     reason = parts[0] if parts else ""
     head = (f"<b>{html.escape(str(row['claim']))} · {html.escape(comparison_words(row, family, workload))}</b> "

@@ -8,7 +8,7 @@ import html
 
 import pandas as pd
 
-from .wording import level_words, missing, number, table_html
+from .wording import interval, level_words, missing, table_html
 
 COST_UNITS = {  # metric/op -> (words, unit: "s" for a time, else what is counted)
     "server_cpu_user_s/op": ("server CPU, user", "s"),
@@ -65,7 +65,7 @@ def _cost_cell(mean: float, lo: float, hi: float, factor: float) -> str:
     a negative count."""
     clipped = any(not missing(v) and v < 0 for v in (mean, lo, hi))
     mean, lo, hi = (v if missing(v) else max(v, 0.0) for v in (mean, lo, hi))
-    cell = f"{number(mean * factor)} [{number(lo * factor)}, {number(hi * factor)}]"
+    cell = interval(mean * factor, lo * factor, hi * factor)
     return cell + (f" {CLIPPED}" if clipped else "")
 
 

@@ -115,24 +115,21 @@ def _server(run: pd.DataFrame, level: str) -> str:
     return wording.server_name(", ".join(sorted(versions))) or wording.level_words(f"{FACTOR}={level}")
 
 
-def _interval(estimate, low, high, show=wording.number) -> str:
-    return f"{show(estimate)} [{show(low)}, {show(high)}]"
-
-
 def share_words(r) -> str:
     """A share with its interval, or why there is none ("87% [80%, 93%]")."""
     if not r["bounded"]:
         return f"{wording.whole_percent(r['share'])} (interval unbounded: this run cannot say)"
-    return _interval(r["share"], r["share_lo"], r["share_hi"], wording.whole_percent)
+    return wording.interval(r["share"], r["share_lo"], r["share_hi"], wording.whole_percent)
 
 
 def shares_html(table: pd.DataFrame) -> str:
     """The shares as a table for people, one row per run and gap."""
     shown = pd.DataFrame({
-        "the gap [95%]": [f"{r['slow']} / {r['fast']}: {_interval(r['gap'], r['gap_lo'], r['gap_hi'])}"
+        "the gap [95%]": [f"{r['slow']} / {r['fast']}: {wording.interval(r['gap'], r['gap_lo'], r['gap_hi'])}"
                           for _, r in table.iterrows()],
         "changed": [f"{r['slow']} {r['change']}" for _, r in table.iterrows()],
-        "how much faster [95%]": [_interval(r["closed"], r["closed_lo"], r["closed_hi"]) for _, r in table.iterrows()],
+        "how much faster [95%]": [wording.interval(r["closed"], r["closed_lo"], r["closed_hi"])
+                                  for _, r in table.iterrows()],
         "share of the gap [95%]": [share_words(r) for _, r in table.iterrows()],
         "seed 004's share": [wording.whole_percent(s) if s is not None and pd.notna(s) else "—"
                              for s in table["seed_share"]],
@@ -167,7 +164,7 @@ def shares_markdown(table: pd.DataFrame, verdicts: pd.DataFrame | None = None) -
         skip = verdicts[verdicts["comparison"] == "v80_skiplogbin_vs_v57_insert"]
         for _, v in skip[skip["verdict"] != "not_tested"].iterrows():
             lines.append(f"- Seed 004: skip-log-bin brings 8.0 to 1.15× 5.7's time. Here "
-                         f"{_interval(v['estimate'], v['ci_low'], v['ci_high'])}: **{v['verdict_label']}** "
+                         f"{wording.interval(v['estimate'], v['ci_low'], v['ci_high'])}: **{v['verdict_label']}** "
                          "(its card above).")
     return "\n".join(lines)
 
@@ -272,8 +269,8 @@ def toggles_html(table: pd.DataFrame) -> str:
                                           if isinstance(value, tuple) else wording.number(value))
     shown = pd.DataFrame({
         "setting at 5.7's value": table["setting"],
-        "ratio alone [95%]": [_interval(r.ratio, r.ratio_lo, r.ratio_hi) for r in table.itertuples()],
-        "share of this run's gap [95%]": [_interval(r.share, r.share_lo, r.share_hi, wording.whole_percent)
+        "ratio alone [95%]": [wording.interval(r.ratio, r.ratio_lo, r.ratio_hi) for r in table.itertuples()],
+        "share of this run's gap [95%]": [wording.interval(r.share, r.share_lo, r.share_hi, wording.whole_percent)
                                           if r.alone else "100%: the gap itself" for r in table.itertuples()],
         "seed 004 on 8.0": table["seed"], "seed's ratio": [seed_ratio(v) for v in table["seed_ratio"]],
         "seed's share of its 5.7 → 8.0 gap": table["seed_share"],

@@ -83,9 +83,6 @@ def host_view(per_host, pooled, table=None):
             words[key] = wording.comparison_words(r, workload=workload)
             servers[key] = wording.server_name(r.get("server_version"), r["target"])
 
-    def ratio(estimate, low, high) -> str:
-        return f"{wording.number(estimate)} [{wording.number(low)}, {wording.number(high)}]"
-
     rows = []
     for key, group in per_host.groupby(["claim", "comparison", "target"], sort=False):
         claim, comparison, target = key
@@ -93,7 +90,7 @@ def host_view(per_host, pooled, table=None):
                  "server": servers.get(key, target)}
         for r in group.itertuples(index=False):
             rows.append(named | {"host": r.host, "processor": r.processor,
-                                 "ratio [interval]": ratio(r.estimate, r.ci_low, r.ci_high),
+                                 "ratio [interval]": wording.interval(r.estimate, r.ci_low, r.ci_high),
                                  "verdict": r.verdict_label})
         p = pooled[(pooled["claim"] == claim) & (pooled["comparison"] == comparison)
                    & (pooled["target"] == target)].iloc[0]
@@ -101,7 +98,7 @@ def host_view(per_host, pooled, table=None):
                   + ("" if p["tau"] != p["tau"] else
                      f"; between-host SD {wording.percent(p['tau'])} (log scale, beyond each host's noise)"))
         rows.append(named | {"host": f"pooled over {p['n_hosts']} hosts", "processor": spread,
-                             "ratio [interval]": ratio(p["estimate"], p["ci_low"], p["ci_high"]),
+                             "ratio [interval]": wording.interval(p["estimate"], p["ci_low"], p["ci_high"]),
                              "verdict": f"{p['verdict_label']}; {HOLDS_WORDS.get(p['holds_on'], p['holds_on'])} "
                                         f"({p['hosts_supported']} supported)"})
     return pd.DataFrame(rows, columns=["claim", "comparison", "server", "host", "processor", "ratio [interval]",

@@ -247,7 +247,7 @@ def table_html(rungs: pd.DataFrame) -> str:
             "server": r["server"] + (" (apart)" if r["family"] != "mysql" else ""),
             "origin": r["origin"] or "—",
             "ratio [interval]": "1, the base of the ratios against it" if base else
-            f"{wording.number(r['estimate'])} [{wording.number(r['ci_low'])}, {wording.number(r['ci_high'])}]",
+            wording.interval(r["estimate"], r["ci_low"], r["ci_high"]),
             "level": "—" if base else wording.level(r["confidence"]),
             "published": wording.published(r["published_ratio"]),
             "verdict": "—" if base else str(r["verdict_label"] or r["verdict"]),

@@ -51,6 +51,11 @@ def number(value, digits: int = 3) -> str:
     return f"{rounded:,.{decimals}f}"
 
 
+def interval(estimate, low, high, show=number) -> str:
+    """An estimate with its interval, each shown by `show`: "1.28 [1.26, 1.30]"."""
+    return f"{show(estimate)} [{show(low)}, {show(high)}]"
+
+
 def published(value) -> str:
     """A published ratio as the claims file states it (1.025, 0.7509), never rounded to 1.02."""
     return "—" if missing(value) else f"{value:g}"

@@ -87,7 +87,7 @@ def _table_lines(rows: list[dict]) -> list[str]:
     """One aligned line per comparison and server. Two targets on one server version (runs of
     different params files) are told apart by their target's name."""
     from ..cards import comparison_label, rerun_chance, shown_label
-    from ..wording import number, published
+    from ..wording import interval, published
     header = ("COMPARISON", "SERVER", "MEASURED [INTERVAL]", "PUBLISHED", "SAME ON RERUN", "VERDICT")
     servers = {r["target"]: _server(r) for r in rows}
     shared = {name for name in servers.values() if list(servers.values()).count(name) > 1}
@@ -96,7 +96,7 @@ def _table_lines(rows: list[dict]) -> list[str]:
         untested = r.get("verdict") == "not_tested" or _missing(r.get("estimate"))
         server = servers[r["target"]] + (f" (target {r['target']})" if servers[r["target"]] in shared else "")
         measured = "not measured" if untested else \
-            f"{number(r['estimate'])} [{number(r.get('ci_low'))}, {number(r.get('ci_high'))}]"
+            interval(r["estimate"], r.get("ci_low"), r.get("ci_high"))
         lines.append((comparison_label(r["comparison"]), server, measured, published(r.get("published_ratio")),
                       "—" if untested else rerun_chance(r.get("rerun_chance")), shown_label(r)))
     widths = [max(len(x) for x in column) for column in zip(header, *lines)]
