@@ -30,6 +30,7 @@ from .servers import Launcher, ServerOptions, TargetSpec, installation
 
 CALLGRIND_READY_TIMEOUT_S = 300.0
 _HEX = re.compile(r"^0x[0-9a-f]+$")
+_DISPATCH = re.compile(r"c?fn=(\(\d+\) )?dispatch_command\(")
 
 @dataclass(frozen=True)
 class Statement:
@@ -240,7 +241,8 @@ def count_instructions(launcher: Launcher, target: TargetSpec, options: ServerOp
             conn.close()
     finally:
         server.stop()
-    own = statement_thread([{thread: n for thread, (_, n) in d.items()} for d in dumps])
+    own = statement_thread([{thread: n for thread, (_, n) in d.items()} for d in dumps],
+                           dispatching_threads([{thread: f for thread, (f, _) in d.items()} for d in dumps]))
     counted = dumps[warmup:]
     try:
         functions = callgrind.combined([callgrind.read(d[own][0]) for d in counted if own in d])
@@ -251,15 +253,26 @@ def count_instructions(launcher: Launcher, target: TargetSpec, options: ServerOp
                              own=tuple(d[own][1] if own in d else 0 for d in counted), functions=functions)
 
 
-def statement_thread(dumps: list[dict[str, int]]) -> str:
-    """The thread that ran the statement, from each window's instructions by thread. One
-    connection ran every statement, in one thread (a thread per connection, both servers'
-    default; a thread pool would spread them), so it counts in every window; a background thread
-    (InnoDB's purge, statistics or page cleaner) can count more than the statement in one window
-    and nothing in the next. The thread whose smallest window is the largest is the statement's:
-    the largest total was once a background burst of 20M instructions beside the statement's 7.7M."""
-    threads = set().union(*dumps)
+def statement_thread(dumps: list[dict[str, int]], dispatching: set[str] = frozenset()) -> str:
+    """The thread that ran the statement, from each window's instructions by thread and the
+    threads that called `dispatch_command` (the server's entry for every client command, in
+    MySQL and MariaDB alike) in every window. Counts alone cannot tell: a background thread
+    (InnoDB's purge, statistics or page cleaner) once counted 20M instructions beside the
+    statement's 7.7M, and in another run counted more than the statement in both windows. Where
+    no thread dispatched in every window (a build that names the function otherwise), the thread
+    whose smallest window is the largest is taken: one connection ran every statement, so its
+    thread counts in every window, where a burst usually does not."""
+    threads = dispatching or set().union(*dumps)
     return max(sorted(threads), key=lambda thread: min(d.get(thread, 0) for d in dumps))
+
+
+def dispatching_threads(dumps: list[dict[str, Path]]) -> set[str]:
+    """Threads whose dump of every window names `dispatch_command` (callgrind writes a function's
+    name in full the first time each file uses it)."""
+    def dispatches(path: Path) -> bool:
+        with path.open(errors="replace") as lines:
+            return any(_DISPATCH.match(line) for line in lines)
+    return set.intersection(*({t for t, f in d.items() if dispatches(f)} for d in dumps)) if dumps else set()
 
 
 def _control(control: str, pid: int, *args: str) -> None:
