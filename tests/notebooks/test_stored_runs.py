@@ -15,7 +15,7 @@ import pytest
 
 from claimlab import report
 from claimlab.store import read_manifest
-from conftest import OVERFLOW_JS, RAW, ROOT, frozen, headless_browser, notebook_errors, run_cli
+from conftest import OVERFLOW_JS, RAW, ROOT, frozen, headless_browser, notebook_errors
 
 
 def _claims(checkout: Path) -> list[str]:
@@ -30,31 +30,6 @@ def test_the_published_list_names_shipped_runs_of_every_experiment():
     assert set(listed) == set(report.NOTEBOOKS), "data/published_runs.json must list every experiment"
     missing = [f"{e}/{r}" for e, ids in listed.items() for r in ids if not (RAW / e / r / "manifest.json").is_file()]
     assert all(listed.values()) and missing == []
-
-
-def test_summary_notebook_runs_from_shipped_data(tmp_path, frozen_checkout, monkeypatch):
-    """No server: by default the summary reads the published runs, beside the earlier sessions'."""
-    monkeypatch.setenv("CLAIMLAB_ROOT", str(frozen_checkout))
-    out = report.execute(report.SUMMARY, tmp_path, {"figures_dir": str(tmp_path / "figures")}, frozen_checkout)
-    assert not notebook_errors(out)
-    assert (tmp_path / "figures" / "summary" / "forest.png").exists()
-    # between sessions: a table per claim, every earlier run listed with its estimates and baseline
-    # levels in a row of its own
-    text = out.read_text()
-    claims = _claims(frozen_checkout)
-    captions = [html.escape(f"{claim}: each run's estimate beside its baseline level") for claim in claims]
-    assert len(claims) > 1 and all(caption in text for caption in captions)   # the source spells no claim
-    assert all(f"<td>{run}</td>" in text for run in report.shipped_run_ids(file=report.EARLIER_RUNS))
-    # the version ladder: each claim on the server that ran it (MariaDB's, apart), drawn and tabled
-    assert (tmp_path / "figures" / "summary" / "ladder.png").exists()
-    outputs = "".join(o.get("data", {}).get("text/html", "") for c in nbformat.read(out, as_version=4).cells
-                      if c.cell_type == "code" and "ladder.table_html" in c.source for o in c.get("outputs", []))
-    assert re.findall(r"<tr><td>(C\d)</td>", outputs) == claims
-    assert outputs.count("<td>MariaDB 10.11.19 (apart)</td>") == len(claims)
-    # the published runs come from one host: the per-host view says so in one line
-    shipped = report.shipped_run_ids()
-    assert re.search(rf"<p>All {len(shipped)} runs come from one host \(this machine: [^<]*\), so there is no "
-                     r"per-host view", text)
 
 
 @pytest.fixture(scope="module")
@@ -101,23 +76,51 @@ def test_rendering_stored_runs_starts_no_server(from_data, frozen_checkout):
     assert servers == set(), servers
     for experiment, ids in report.published_runs(frozen_checkout).items():   # --from-data alone: published
         assert f"report: {experiment}: rendering {' '.join(ids)}" in err
+    for step in (*report.published_runs(frozen_checkout), "summary"):         # where a report's minutes went
+        assert re.search(rf"^report: {step}: done in \d+ s$", err, re.M), err
 
 
-def test_rerender_from_shipped_data_starts_no_server_and_repeats_its_tables(from_data, frozen_checkout, tmp_path):
+def test_rerender_from_shipped_data_starts_no_server_and_repeats_its_tables(from_data, frozen_checkout, tmp_path,
+                                                                          monkeypatch):
     """Rendered again, one claim's runs give the same tables and nothing is written to a run."""
     out, listings, _, _ = from_data
-    result = run_cli("report", "--from-data", *report.published_runs(frozen_checkout)["binlog_default"],
-                     "--out", str(tmp_path / "again"), "--figures", str(tmp_path / "figures"), timeout=600,
-                     cwd=frozen_checkout, env={"CLAIMLAB_ROOT": str(frozen_checkout)})
-    assert result.returncode == 0, result.stderr
-    assert (tmp_path / "again" / "C4_binlog_default.html").exists()
-    for step in ("binlog_default", "summary"):         # where a report's minutes went
-        assert re.search(rf"^report: {step}: done in \d+ s$", result.stderr, re.M), result.stderr
-    tables = [json.loads((d / "binlog_default.summary.json").read_text())["rows"] for d in (out, tmp_path / "again")]
+    monkeypatch.setenv("CLAIMLAB_ROOT", str(frozen_checkout))
+    again = tmp_path / "again"
+    nb = report.execute(report.CLAIM_NOTEBOOK, again, {
+        "experiment": "binlog_default", "run_ids": report.published_runs(frozen_checkout)["binlog_default"],
+        "figures_dir": str(tmp_path / "figures"), "summary_json": str(again / "binlog_default.summary.json")},
+        frozen_checkout, report.NOTEBOOKS["binlog_default"])
+    assert report.render_html(nb).name == "C4_binlog_default.html"
+    tables = [json.loads((d / "binlog_default.summary.json").read_text())["rows"] for d in (out, again)]
     assert tables[0] == tables[1]
     for run_dir, before in listings.items():
         assert sorted(p.name for p in run_dir.iterdir()) == before, run_dir.name   # nothing written to a run
         assert read_manifest(run_dir)["status"] == "complete"
+
+
+def test_summary_notebook_runs_from_shipped_data(from_data, frozen_checkout):
+    """No server: by default the summary reads the published runs, beside the earlier sessions'."""
+    out, *_ = from_data
+    assert not notebook_errors(out / "00_summary.ipynb")
+    figures = out.parent / "figures" / "summary"
+    assert (figures / "forest.png").exists()
+    # between sessions: a table per claim, every earlier run listed with its estimates and baseline
+    # levels in a row of its own
+    text = (out / "00_summary.ipynb").read_text()
+    claims = _claims(frozen_checkout)
+    captions = [html.escape(f"{claim}: each run's estimate beside its baseline level") for claim in claims]
+    assert len(claims) > 1 and all(caption in text for caption in captions)   # the source spells no claim
+    assert all(f"<td>{run}</td>" in text for run in report.shipped_run_ids(frozen_checkout, report.EARLIER_RUNS))
+    # the version ladder: each claim on the server that ran it (MariaDB's, apart), drawn and tabled
+    assert (figures / "ladder.png").exists()
+    outputs = "".join(o.get("data", {}).get("text/html", "") for c in nbformat.read(out / "00_summary.ipynb", 4).cells
+                      if c.cell_type == "code" and "ladder.table_html" in c.source for o in c.get("outputs", []))
+    assert re.findall(r"<tr><td>(C\d)</td>", outputs) == claims
+    assert outputs.count("<td>MariaDB 10.11.19 (apart)</td>") == len(claims)
+    # the published runs come from one host: the per-host view says so in one line
+    shipped = report.shipped_run_ids(frozen_checkout)
+    assert re.search(rf"<p>All {len(shipped)} runs come from one host \(this machine: [^<]*\), so there is no "
+                     r"per-host view", text)
 
 
 def test_claim_reports_from_shipped_data_fit_the_page_and_name_cpu_samples(from_data, frozen_checkout, tmp_path):
