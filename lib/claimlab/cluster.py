@@ -49,6 +49,7 @@ from .errors import ClaimlabError, DataError
 from .records import now
 from .store import load_manifest, read_jsonl, runs_root
 from .transfer import archive_run, import_run
+from .writer import RunStore, _append, lock_writer, write_atomic
 
 RESOURCE = "host"
 KIND = "kind-"                # a worker's kind: the resource kind-NAME=1 it offers besides host=1
@@ -163,9 +164,7 @@ def measure(key: str, experiment: str, params_text: str, profile: str, target: s
     source = base / "params" / key / f"{experiment}.yaml"
     source.parent.mkdir(parents=True, exist_ok=True)
     if not source.exists():     # whole or not at all: a retry loads what the first try wrote
-        tmp = source.with_name(f".{source.name}.tmp")
-        tmp.write_text(params_text)
-        os.replace(tmp, source)
+        write_atomic(source, params_text)
     exp = params_mod.with_default_target(params_mod.load(source, profile), target, "--target")
     data_root = base / "runs"
     earlier = _earlier_run(data_root / experiment, source)
@@ -179,9 +178,7 @@ def measure(key: str, experiment: str, params_text: str, profile: str, target: s
         earlier = outcome.path
     _stamp_host(earlier, name)
     outbox.parent.mkdir(parents=True, exist_ok=True)
-    tmp = outbox.with_name(f".{outbox.name}.tmp")
-    tmp.write_bytes(archive_run(earlier))
-    os.replace(tmp, outbox)
+    write_atomic(outbox, archive_run(earlier))
     return _packed(outbox, name, resumed=resume is not None)
 
 
@@ -200,7 +197,6 @@ def _stamp_host(path: Path, name: str) -> None:
     """The host's identity in the manifest: the worker's name beside the processor, cores and
     kernel the runner recorded, and the server builds the run's starts reported. The manifest is
     not among the checksummed files, so this changes no checksum."""
-    from .writer import RunStore, lock_writer
     manifest = load_manifest(path)
     builds = sorted({f"{r.get('target')}: {r.get('version')}" for r in read_jsonl(path / "servers.jsonl")})
     host = dict(manifest.provenance.get("host", {})) | {"worker_name": name, "server_builds": builds}
@@ -254,7 +250,6 @@ class Journal:
         self.path = data_root / JOURNAL_DIR / f"{session}.jsonl"
 
     def write(self, event: str, job: Job | None = None, **fields) -> None:
-        from .writer import _append
         self.path.parent.mkdir(parents=True, exist_ok=True)
         where = {"experiment": job.experiment, "target": job.target, "host": job.host,
                  "profile": job.profile, "key": job.key} if job else {}

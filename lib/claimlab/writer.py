@@ -50,12 +50,12 @@ def _append(path: Path, text: str, *, sync: bool = True) -> None:
         os.close(fd)
 
 
-def write_atomic(path: Path, text: str, *, sync: bool = True) -> None:
+def write_atomic(path: Path, content: str | bytes, *, sync: bool = True) -> None:
     """The whole new content or the old one; a failed write (disk full) leaves no temporary file."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        with open(tmp, "w") as fh:
-            fh.write(text)
+        with open(tmp, "wb" if isinstance(content, bytes) else "w") as fh:
+            fh.write(content)
             fh.flush()
             if sync:
                 os.fsync(fh.fileno())

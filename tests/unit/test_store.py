@@ -7,7 +7,7 @@ import pytest
 from claimlab.errors import DataError
 from claimlab.records import RESERVED_COLUMNS, MeasurementRecord, Metric, RunManifest
 from claimlab.store import find_run, list_runs, read_jsonl, read_manifest, read_results, run_state, verify
-from claimlab.writer import RunStore
+from claimlab.writer import RunStore, write_atomic
 
 
 def _row(store, condition="binlog=on", repetition=0, iteration=0, metrics=(("elapsed_s", 1.0),),
@@ -211,3 +211,17 @@ def test_measurements_reach_the_disk_once_per_sync_not_one_by_one(store, monkeyp
     store.finish("complete")
     assert {"intervals.csv", "results.csv"} <= set(synced)
     assert len(read_results(store.path)) == 3
+
+
+def test_an_atomic_write_takes_text_or_bytes_and_leaves_no_temporary_file_when_it_fails(tmp_path):
+    """The cluster's packed runs are bytes; a write that cannot land keeps the old content."""
+    path = tmp_path / "outbox.tar.gz"
+    write_atomic(path, b"\x1f\x8b\x00")
+    assert path.read_bytes() == b"\x1f\x8b\x00"
+    write_atomic(path, "text", sync=False)
+    assert path.read_text() == "text"
+    taken = tmp_path / "taken"
+    (taken / "inside").mkdir(parents=True)       # a directory in the way: the rename fails
+    with pytest.raises(DataError, match="taken: cannot write"):
+        write_atomic(taken, b"new")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["outbox.tar.gz", "taken"]
