@@ -75,7 +75,9 @@ def test_design_cpus_confine_server_and_sysbench(tmp_path, write_params, mariadb
     """`design.cpus`: every thread of the server and of each sysbench burst runs on those vCPUs
     only, read from /proc while the run measures; the manifest records the set."""
     cpu = max(os.sched_getaffinity(0))
-    exp = params.load(write_params(EXP.replace("design: {", f"design: {{cpus: [{cpu}], ")))
+    # one start: its warm-up and measured bursts are two sysbench processes to watch
+    exp = params.load(write_params(EXP.replace("design: {repetitions: 2, warmup: 1, iterations: 2}",
+                                               f"design: {{cpus: [{cpu}], repetitions: 1, warmup: 1, iterations: 1}}")))
     seen: dict[str, set[str]] = {}
     done = threading.Event()
 
@@ -92,6 +94,6 @@ def test_design_cpus_confine_server_and_sysbench(tmp_path, write_params, mariadb
     finally:
         done.set()
         watcher.join()
-    assert outcome.status == "complete" and outcome.measurements == 8
+    assert outcome.status == "complete" and outcome.measurements == 2
     assert seen == {"mariadbd": {str(cpu)}, "sysbench": {str(cpu)}}, seen
     assert read_manifest(outcome.path)["design"]["cpus"] == [cpu]

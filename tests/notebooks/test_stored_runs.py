@@ -99,7 +99,7 @@ def test_rerender_from_shipped_data_starts_no_server_and_repeats_its_tables(from
 
 
 def test_summary_notebook_runs_from_shipped_data(from_data, frozen_checkout):
-    """No server: by default the summary reads the published runs, beside the earlier sessions'."""
+    """No server: the summary of `--from-data` reads the published runs, beside the earlier sessions'."""
     out, *_ = from_data
     assert not notebook_errors(out / "00_summary.ipynb")
     figures = out.parent / "figures" / "summary"
