@@ -347,6 +347,16 @@ def headless_browser(profile_dir: Path):
     return webdriver.Chrome(service=Service(executable_path=driver_path), options=options)
 
 
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    """One headless Chromium for a module's pages: starting it costs more than a page. A test
+    that reads the console log takes it first (get_log drains it), so earlier pages' entries
+    stay theirs."""
+    driver = headless_browser(tmp_path_factory.mktemp("chromium-profile"))
+    yield driver
+    driver.quit()
+
+
 def store_evidence(run_dir: Path, experiment: str, stacks: dict[str, str], binaries: dict[str, str],
                    added: dict[str, str] | None = None) -> Path:
     """CPU evidence laid out as `evidence.collect` stored it before callgrind could count sysbench

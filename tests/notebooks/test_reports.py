@@ -15,7 +15,7 @@ import pytest
 from claimlab import ablation, campaign, report
 from claimlab.servers import ServerOptions
 from claimlab.store import find_run, list_runs, read_jsonl, read_manifest, read_results
-from conftest import OVERFLOW_JS, ROOT, copy_run, frozen, headless_browser, notebook_errors
+from conftest import OVERFLOW_JS, ROOT, copy_run, frozen, notebook_errors
 
 TOGGLES_STAND_IN = """
 description: Two of seed 004's toggles on MariaDB, standing in for the 8.0.40 ablation in the smoke report.
@@ -207,20 +207,17 @@ def test_investigation_renders_an_ablation_run_made_in_the_command(tmp_path, mar
 @pytest.mark.parametrize("page, figures", [("index.html", 0), ("C4_binlog_default.html", 3),
                                            ("C2_collation_cost.html", 3), ("C3_insert_57_vs_80.html", 3),
                                            ("00_summary.html", 1), ("05_why_slower.html", 3)])
-def test_report_opens_in_a_real_browser(built, page, figures, tmp_path):
+def test_report_opens_in_a_real_browser(built, browser, page, figures):
     base, _ = built
-    driver = headless_browser(tmp_path / "chromium-profile")
-    try:
-        driver.get((base / "reports" / page).as_uri())
-        images = driver.execute_script(
-            "return Array.from(document.images).map(i => [i.complete, i.naturalWidth, i.src.slice(0, 30)]);")
-        errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
-        overflowing = driver.execute_script(OVERFLOW_JS)
-        shots = base / "screenshots"
-        shots.mkdir(exist_ok=True)
-        driver.save_screenshot(str(shots / f"{Path(page).stem}.png"))
-    finally:
-        driver.quit()
+    browser.get_log("browser")                     # what earlier pages logged is theirs
+    browser.get((base / "reports" / page).as_uri())
+    images = browser.execute_script(
+        "return Array.from(document.images).map(i => [i.complete, i.naturalWidth, i.src.slice(0, 30)]);")
+    errors = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
+    overflowing = browser.execute_script(OVERFLOW_JS)
+    shots = base / "screenshots"
+    shots.mkdir(exist_ok=True)
+    browser.save_screenshot(str(shots / f"{Path(page).stem}.png"))
     assert not errors, errors
     assert overflowing == [], f"wider than the 1280 px page: {overflowing}"
     assert all(complete and width > 0 for complete, width, _ in images), images

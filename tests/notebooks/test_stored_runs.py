@@ -15,7 +15,7 @@ import pytest
 
 from claimlab import report
 from claimlab.store import read_manifest
-from conftest import OVERFLOW_JS, RAW, ROOT, frozen, headless_browser, notebook_errors
+from conftest import OVERFLOW_JS, RAW, ROOT, frozen, notebook_errors
 
 
 def _claims(checkout: Path) -> list[str]:
@@ -123,7 +123,7 @@ def test_summary_notebook_runs_from_shipped_data(from_data, frozen_checkout):
                      r"per-host view", text)
 
 
-def test_claim_reports_from_shipped_data_fit_the_page_and_name_cpu_samples(from_data, frozen_checkout, tmp_path):
+def test_claim_reports_from_shipped_data_fit_the_page_and_name_cpu_samples(from_data, frozen_checkout, browser):
     """--from-data over every published run: cards at the top, CPU evidence from the run
     directory with >= 80% of samples named, why-slower re-analysed from its stored run, and on
     every page (index, summary, the claims, why-slower) nothing wider than 1280 px."""
@@ -138,13 +138,9 @@ def test_claim_reports_from_shipped_data_fit_the_page_and_name_cpu_samples(from_
     claims = sorted(f"{report.NOTEBOOKS[e]}.html" for e in report.published_runs(frozen_checkout))
     assert [p.name for p in pages] == ["00_summary.html", *investigations, *claims, "index.html"]
     assert 'href="05_why_slower.html"' in (out / "index.html").read_text()
-    driver = headless_browser(tmp_path / "chromium-profile")
-    try:
-        for path in pages:
-            driver.get(path.as_uri())
-            assert driver.execute_script(OVERFLOW_JS) == [], path.name
-    finally:
-        driver.quit()
+    for path in pages:
+        browser.get(path.as_uri())
+        assert browser.execute_script(OVERFLOW_JS) == [], path.name
 
 
 def test_the_rendered_summary_shows_the_version_ladder_and_the_host_view(from_data):
@@ -233,21 +229,17 @@ return out;
 """
 
 
-def test_reports_show_a_reader_none_of_the_known_defects(from_data, frozen_checkout, tmp_path):
+def test_reports_show_a_reader_none_of_the_known_defects(from_data, frozen_checkout, browser, tmp_path):
     """Every page of `claimlab report --from-data` at 1280 px, checked in the browser for the
     defects readers met (DEFECTS), and each claim page's screenshot kept beside the reports."""
     out, *_ = from_data
     pages = sorted(out.glob("*.html"))
-    driver = headless_browser(tmp_path / "chromium-profile")
     found = {}
-    try:
-        for path in pages:
-            driver.get(path.as_uri())
-            assert driver.execute_script("return window.innerWidth;") == 1280
-            found[path.name] = driver.execute_script(DEFECTS)
-            driver.save_screenshot(str(tmp_path / f"{path.stem}.png"))
-    finally:
-        driver.quit()
+    for path in pages:
+        browser.get(path.as_uri())
+        assert browser.execute_script("return window.innerWidth;") == 1280
+        found[path.name] = browser.execute_script(DEFECTS)
+        browser.save_screenshot(str(tmp_path / f"{path.stem}.png"))
     assert {page: defects for page, defects in found.items() if defects} == {}
     # the pages that carry the defects above were checked, not skipped
     claim_pages = [f"{report.NOTEBOOKS[e]}.html" for e in report.published_runs(frozen_checkout)]
