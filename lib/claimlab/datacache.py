@@ -22,18 +22,11 @@ from pathlib import Path
 
 from .errors import DataError
 from .servers import cache_dir
+from .servers.initcache import SPARE_REDO
 
 MIN_LOAD_S = 1.0                 # made faster, a directory costs less than a copy (200 MB: 0.3 s)
 MAX_BYTES = 8 * 1024 ** 3        # at most this much, oldest use evicted first (quick profiles: 5.5 GB)
 FORMAT = 1                       # bump when what a key covers changes
-
-
-# MySQL 8.0.30+ keeps 31 spare redo log files of zeros beside the one in use (#innodb_redo,
-# innodb_redo_log_capacity / 32 each: 496 MB of C2's 835 MB at 512M) and makes any that are missing
-# at its start, allocated in full, as its initialisation did. Left out of the copies, a start
-# copies 0.1-0.2 s instead of 0.4-2.2 s; the disk writes the same either way, the zeros cost only
-# the copy's time (tests/integration/test_mysql.py).
-_SPARE_REDO = shutil.ignore_patterns("#ib_redo*_tmp")
 
 
 def root() -> Path:
@@ -85,7 +78,7 @@ def restore(server, cache_key: str | None) -> bool:
     partial = server.home / "data.partial"
     shutil.rmtree(partial, ignore_errors=True)
     try:
-        shutil.copytree(entry / "data", partial, symlinks=True, ignore=_SPARE_REDO)   # older entries hold them
+        shutil.copytree(entry / "data", partial, symlinks=True, ignore=SPARE_REDO)   # older entries hold them
         password = entry / "root.password"
         if password.exists():
             fd = os.open(server.password_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -121,7 +114,7 @@ def save(server, cache_key: str | None) -> bool:
     tmp = root() / f".{cache_key}.{os.getpid()}.tmp"
     shutil.rmtree(tmp, ignore_errors=True)
     try:
-        shutil.copytree(server.datadir, tmp / "data", symlinks=True, ignore=_SPARE_REDO)
+        shutil.copytree(server.datadir, tmp / "data", symlinks=True, ignore=SPARE_REDO)
         if server.password_file.exists():
             fd = os.open(tmp / "root.password", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             with os.fdopen(fd, "w") as fh:

@@ -7,10 +7,10 @@ Four kinds share one interface (kinds.py, one class each):
 - `external`: a server someone else runs; never started, stopped or reconfigured.
 
 Modules, in the order a run uses them: options (what params may say), flavor (the one place for
-product and version differences: a `MariaDB` or `MySQL` answers them), kinds (what differs
-between target kinds), debian and tarball (where programs come from), launcher (target to
-server), placement (a fresh copy of a binary per block), local (server lifecycle and facts),
-reaper (servers of dead runs).
+product and version differences: a `MariaDB` or `MySQL` answers them), kinds (what differs between
+target kinds), debian and tarball (where programs come from), launcher (target to server), initcache
+(initialised data directories kept for reuse), placement (a fresh copy of a binary per block), local
+(server lifecycle and facts), reaper (servers of dead runs).
 """
 
 from . import debian, tarball

@@ -14,7 +14,8 @@ import mysql.connector
 from ..errors import ConfigError, TargetUnavailable
 from .external import ExternalServer
 from .flavor import Flavor
-from .kinds import kind_of
+from .initcache import InitCache
+from .kinds import cache_dir, kind_of
 from .local import Installation, LocalServer, Server
 from .options import ServerOptions, TargetSpec
 
@@ -65,6 +66,7 @@ class Launcher:
 
     def __init__(self, workdir: Path):
         self.workdir = workdir
+        self.initialised = InitCache(cache_dir() / "initialised")
         self._installations: dict[TargetSpec, Installation] = {}
         self._external_locks: dict[str, object] = {}
 
@@ -90,7 +92,7 @@ class Launcher:
         inst = self.installation(target)
         if program is not None:
             inst = replace(inst, binary=Path(program))
-        return LocalServer(target, inst, home, effective, cpus)
+        return LocalServer(target, inst, home, effective, cpus, initialised=self.initialised)
 
     def home(self, target: TargetSpec, options: ServerOptions, slot: int = 0) -> Path:
         """Where a local server of this configuration lives. A second slot lets the next server

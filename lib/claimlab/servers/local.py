@@ -24,6 +24,7 @@ import mysql.connector
 
 from ..errors import ServerGone, ServerStartError, SettingsMismatch, TargetUnavailable
 from .flavor import Flavor
+from .initcache import InitCache
 from .options import ServerOptions, TargetSpec
 
 STOP_TIMEOUT_S = 60.0
@@ -209,9 +210,10 @@ class LocalServer(Server):
     opened, which also avoids caching_sha2_password's TLS requirement on MySQL."""
 
     def __init__(self, target: TargetSpec, installation: Installation, home: Path, options: ServerOptions,
-                 cpus: tuple[int, ...] | None = None):
+                 cpus: tuple[int, ...] | None = None, initialised: InitCache | None = None):
         self.target, self.installation, self.home, self.options = target, installation, home, options
         self.cpus = cpus
+        self.initialised = initialised     # where initialised, empty data directories are kept
         self.binary = installation.binary
         self.executable = installation.binary   # what starts: the binary, or a placed copy of it
         self.datadir = home / "data"
@@ -307,11 +309,21 @@ class LocalServer(Server):
         failed or killed initialisation never leaves a half-made system schema that a later start
         would take for a good one (MariaDB starts on it, without grant tables). The option file
         is the one the server starts with, so init-only settings apply; `--datadir` on the command
-        line points it at the partial directory."""
+        line points it at the partial directory. A configuration initialised before is copied
+        from the cache of initialised directories instead (initcache)."""
         partial = self.home / "data.partial"
         for path in (self.datadir, partial):
             if path.exists():
                 shutil.rmtree(path)
+        key = self.initialised.key(self) if self.initialised else None
+        if not (key and self.initialised.restore(key, partial)):
+            self._run_initialisation(partial)
+            if key:
+                self.initialised.save(key, partial)
+        partial.rename(self.datadir)
+        self.password_file.unlink(missing_ok=True)
+
+    def _run_initialisation(self, partial: Path) -> None:
         log_start = self.error_log.stat().st_size if self.error_log.exists() else 0
         cmd = self.flavor.init_command(self.binary, self.cnf) + [f"--datadir={partial}"]
         timeout = self.target.init_timeout
@@ -330,8 +342,6 @@ class LocalServer(Server):
             shutil.rmtree(partial, ignore_errors=True)
             raise ServerStartError(f"target {self.target.name}: initialising {self.datadir} failed: {tail}"
                                    f"{disk_hint(self.home)}")
-        partial.rename(self.datadir)
-        self.password_file.unlink(missing_ok=True)
 
     def _wait_ready(self, timeout: float, log_start: int) -> None:
         """Poll every READY_POLL_S for the socket and a first connection: MariaDB is ready in

@@ -1,0 +1,103 @@
+"""Initialised, empty data directories kept per server program and configuration.
+
+`mysqld --initialize-insecure` (3-6 s, most of it the bootstrap and RSA key generation) and
+`mariadb-install-db` (0.6-1.4 s) make the same directory for every server of one configuration,
+and a report or the test suite initialises dozens. The first initialisation is kept; later ones
+start from a copy of it (0.1-0.3 s). The key covers everything an initialisation reads: the
+server program and the program that initialises it (path, size, modification time), the version,
+the layout and every server option. Entries are stored sparse (MariaDB's 96 MiB redo log file is
+zeros: 6.5 MiB on disk) and copied back in full, so a server writes into allocated files, as after
+its own initialisation. MySQL's `auto.cnf` is not copied: each server makes its own server_uuid.
+A copy that fails costs only the time: the server initialises as it would without the cache.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+FORMAT = 1                       # bump when what a key covers changes
+MAX_BYTES = 2 * 1024 ** 3        # on disk; the least recently used go first
+# MySQL 8.0.30+ keeps 31 spare redo log files of zeros beside the one in use (#innodb_redo,
+# innodb_redo_log_capacity / 32 each: 496 MB of C2's 835 MB at 512M) and makes any that are
+# missing at its start, allocated in full, as its initialisation did. Left out of the copies (here
+# and in the loaded-directory cache), a start copies 0.1-0.2 s instead of 0.4-2.2 s; the disk
+# writes the same either way (tests/integration/test_mysql.py).
+SPARE_REDO = shutil.ignore_patterns("#ib_redo*_tmp")
+_COPIED_BACK = shutil.ignore_patterns("#ib_redo*_tmp", "auto.cnf")
+
+
+class InitCache:
+    def __init__(self, root: Path):
+        self.root = root
+
+    def key(self, server) -> str | None:
+        """None where a program cannot be identified (it is gone): such a server initialises."""
+        inst = server.installation
+        programs = [Path(server.binary), Path(server.flavor.init_command(server.binary, Path("my.cnf"))[0])]
+        try:
+            identity = [(str(p), p.stat().st_size, int(p.stat().st_mtime)) for p in programs]
+        except OSError:
+            return None
+        described = {"format": FORMAT, "programs": identity, "version": inst.version_text,
+                     "basedir": str(inst.basedir), "layout": list(inst.layout_lines),
+                     "kind": server.target.kind, "options": server.options.as_dict()}
+        return hashlib.sha256(json.dumps(described, sort_keys=True, default=str).encode()).hexdigest()[:24]
+
+    def restore(self, key: str | None, partial: Path) -> bool:
+        """Copy the kept directory to `partial` (which must not exist). True if one was copied."""
+        entry = self.root / key / "data" if key else None
+        if entry is None or not entry.is_dir():
+            return False
+        try:
+            shutil.copytree(entry, partial, symlinks=True, ignore=_COPIED_BACK)
+        except (shutil.Error, OSError):
+            shutil.rmtree(partial, ignore_errors=True)
+            return False
+        os.utime(entry.parent)
+        return True
+
+    def save(self, key: str | None, datadir: Path) -> bool:
+        """Keep a just-initialised directory. Written privately, then renamed: a concurrent server
+        never sees half an entry, and of two that made the same one, the first kept stays."""
+        if key is None or (self.root / key).exists():
+            return False
+        tmp = self.root / f".{key}.{os.getpid()}.tmp"
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            shutil.rmtree(tmp, ignore_errors=True)
+            tmp.mkdir(mode=0o700)
+            subprocess.run(["cp", "-a", "--sparse=always", str(datadir), str(tmp / "data")],
+                           check=True, capture_output=True)
+            tmp.rename(self.root / key)
+        except (OSError, subprocess.CalledProcessError):
+            shutil.rmtree(tmp, ignore_errors=True)   # a full disk, or a concurrent twin: no entry
+            return False
+        self._evict()
+        return True
+
+    def _evict(self) -> None:
+        """Concurrent processes evict too: an entry that vanishes meanwhile counts as gone. An
+        entry is renamed away before it is deleted, so a copy being made from it fails (and that
+        server initialises) rather than miss the files deleted first."""
+        sizes, used = {}, {}
+        for p in self.root.iterdir():
+            if not p.name.startswith("."):
+                with contextlib.suppress(FileNotFoundError):
+                    used[p] = p.stat().st_mtime
+                    sizes[p] = sum(f.lstat().st_blocks * 512 for f in p.rglob("*"))
+        entries = sorted(sizes, key=used.get)
+        total = sum(sizes.values())
+        for p in entries[:-1]:          # never the newest
+            if total <= MAX_BYTES:
+                break
+            doomed = self.root / f".{p.name}.{os.getpid()}.evicted"
+            with contextlib.suppress(OSError):
+                p.rename(doomed)
+                shutil.rmtree(doomed, ignore_errors=True)
+            total -= sizes[p]

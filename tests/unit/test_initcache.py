@@ -1,0 +1,66 @@
+"""What the cache of initialised data directories keys on, keeps, copies back and evicts."""
+
+import os
+from pathlib import Path
+from types import SimpleNamespace
+
+from claimlab.servers import ServerOptions, TargetSpec, initcache
+from claimlab.servers.initcache import InitCache
+
+DEFAULTS = ServerOptions()
+
+
+def _server(tmp_path, installer: Path, options=DEFAULTS):
+    binary = tmp_path / "mysqld"
+    binary.write_text("server")
+    inst = SimpleNamespace(version_text="mysqld  Ver 8.0.40", basedir=None, layout_lines=())
+    flavor = SimpleNamespace(init_command=lambda b, cnf: [str(installer), f"--defaults-file={cnf}"])
+    return SimpleNamespace(installation=inst, binary=binary, flavor=flavor, options=options,
+                           target=TargetSpec(name="t", kind="mariadb"))
+
+
+def _datadir(path: Path, size: int = 1 << 20) -> Path:
+    (path / "#innodb_redo").mkdir(parents=True)
+    (path / "ibdata1").write_bytes(b"\1" * size)
+    (path / "auto.cnf").write_text("[auto]\nserver-uuid=1\n")
+    (path / "#innodb_redo" / "#ib_redo1_tmp").write_bytes(bytes(1 << 16))
+    return path
+
+
+def test_the_key_covers_options_and_both_programs(tmp_path):
+    installer = tmp_path / "install-db"
+    installer.write_text("one")
+    cache = InitCache(tmp_path / "cache")
+    key = cache.key(_server(tmp_path, installer))
+    assert key == cache.key(_server(tmp_path, installer))
+    assert key != cache.key(_server(tmp_path, installer, ServerOptions(innodb_buffer_pool_size="64M")))
+    other = tmp_path / "other" / "install-db"
+    other.parent.mkdir()
+    other.write_text("one")
+    assert key != cache.key(_server(tmp_path, other))            # e.g. a fake installer on PATH
+    installer.write_text("a newer one")
+    os.utime(installer, (1, 1))
+    assert key != cache.key(_server(tmp_path, installer))
+    installer.unlink()
+    assert cache.key(_server(tmp_path, installer)) is None
+
+
+def test_a_copy_leaves_the_server_uuid_and_spare_redo_behind(tmp_path):
+    cache = InitCache(tmp_path / "cache")
+    assert cache.save("k", _datadir(tmp_path / "made"))
+    assert not cache.save("k", _datadir(tmp_path / "made twice"))     # the first kept stays
+    assert cache.restore("k", tmp_path / "copy")
+    assert sorted(str(p.relative_to(tmp_path / "copy")) for p in (tmp_path / "copy").rglob("*")) == [
+        "#innodb_redo", "ibdata1"]
+    assert not cache.restore("missing", tmp_path / "none") and not (tmp_path / "none").exists()
+
+
+def test_the_least_recently_used_entries_go_beyond_the_bound(tmp_path, monkeypatch):
+    monkeypatch.setattr(initcache, "MAX_BYTES", (7 << 20) // 2)     # three entries, not four
+    cache = InitCache(tmp_path / "cache")
+    for n, name in enumerate("abc"):
+        cache.save(name, _datadir(tmp_path / f"made-{name}"))
+        os.utime(tmp_path / "cache" / name, (n, n))
+    cache.restore("a", tmp_path / "copy")                # used last: kept
+    cache.save("d", _datadir(tmp_path / "made-d"))
+    assert sorted(p.name for p in (tmp_path / "cache").iterdir()) == ["a", "c", "d"]
