@@ -26,7 +26,8 @@ design: {repetitions: 4, warmup: 1, iterations: 2}
 def test_shutdowns_overlap_the_next_start_and_never_a_measurement(tmp_path, write_params, mysql_target,
                                                                    monkeypatch):
     monkeypatch.setattr(datacache, "root", lambda: tmp_path / "datadirs")   # MySQL stays in the real cache
-    # The load is tiny; MySQL's initialisation (seconds) is what makes the directory worth keeping.
+    # The load is tiny, made faster than a copy is worth (MIN_LOAD_S); here every directory is kept.
+    monkeypatch.setattr(datacache, "MIN_LOAD_S", 0.0)
     run = runner.run(params.load(write_params(EXP)), data_root=tmp_path / "raw", work_root=tmp_path / "work",
                      progress=False)
     assert run.status == "complete"
@@ -37,7 +38,6 @@ def test_shutdowns_overlap_the_next_start_and_never_a_measurement(tmp_path, writ
     assert [s["slot"] for s in starts] == [0, 0, 1, 0]
     assert [s["datadir_from_cache"] for s in starts] == [False, False, True, False]
     assert [e["seq"] for e in events if e["event"] == "datadir_cached"] == [0]
-    assert next(e for e in events if e["event"] == "unit_done")["phases"]["prepare_s"] < datacache.MIN_LOAD_S
 
     stopped = {e["seq"]: e for e in events if e["event"] == "stopped"}
     assert sorted(stopped) == [0, 1, 2, 3]

@@ -12,7 +12,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from claimlab import ablation, campaign, report
+from claimlab import ablation, campaign, datacache, report
 from claimlab.servers import ServerOptions
 from claimlab.store import find_run, list_runs, read_jsonl, read_manifest, read_results
 from conftest import OVERFLOW_JS, ROOT, copy_run, frozen, notebook_errors
@@ -37,8 +37,10 @@ def built(tmp_path_factory, mariadbd):
     # test_investigation_renders_an_ablation_run_made_in_the_command.
     copy_run(frozen("why_slower"), base / "raw")
     # A cache of its own, empty: the build's preloading is what its runs copy (checked below).
+    # The smoke tables load faster than a copy is worth (datacache.MIN_LOAD_S); kept here all the same.
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("CLAIMLAB_DATADIRS", str(base / "datadirs"))
+        mp.setattr(datacache, "MIN_LOAD_S", 0.0)
         # C3's own ablation, stored before the campaign as `claimlab ablate` stores it, for the
         # render phase to hand to C3's report: a stand-in of two toggles on MariaDB under its
         # name (the real one restarts MySQL 8.0.40 thirty times at the smoke size).
@@ -85,13 +87,12 @@ def test_claim_notebook_ran_end_to_end(built, experiment):
     named = set().union(*(t.split("+") for t in tested))
     assert named <= ran and expected <= named
     assert {t for t in tested if "+" not in t} <= expected
-    # The tables were loaded before the runs (campaign.preload_all): every MySQL cell's first start
-    # copies its directory (MySQL's initialisation alone is worth a copy; MariaDB's smoke loads are not).
+    # The tables were loaded before the runs (campaign.preload_all): every cell's first start copies
+    # its directory.
     for m in manifests:
-        if m["default_target"] == "mysql":
-            starts = read_jsonl(find_run(m["run_id"], base / "raw") / "servers.jsonl")
-            first = {s["cell"]: s for s in sorted(starts, key=lambda s: -s["seq"])}
-            assert all(s["datadir_from_cache"] for s in first.values()), first
+        starts = read_jsonl(find_run(m["run_id"], base / "raw") / "servers.jsonl")
+        first = {s["cell"]: s for s in sorted(starts, key=lambda s: -s["seq"])}
+        assert all(s["datadir_from_cache"] for s in first.values()), (m["run_id"], first)
     # Both servers named in the scope where both ran (the reports from stored runs have one).
     servers = re.search(r"Servers:</strong> ([^<]*)", (base / "reports" / f"{report.NOTEBOOKS[experiment]}.html")
                         .read_text()).group(1)
