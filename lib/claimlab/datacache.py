@@ -14,6 +14,7 @@ iterations are run and recorded as before.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -22,7 +23,7 @@ from pathlib import Path
 
 from .errors import DataError
 from .servers import cache_dir
-from .servers.initcache import SPARE_REDO
+from .servers.initcache import SPARE_REDO, evict_least_recent
 
 MIN_LOAD_S = 1.0                 # made faster, a directory costs less than a copy (200 MB: 0.3 s)
 MAX_BYTES = 8 * 1024 ** 3        # at most this much, oldest use evicted first (quick profiles: 5.5 GB)
@@ -86,10 +87,13 @@ def restore(server, cache_key: str | None) -> bool:
                 fh.write(password.read_text())
     except (shutil.Error, OSError) as exc:
         shutil.rmtree(partial, ignore_errors=True)
+        if not entry.exists():      # evicted by another process meanwhile: the run loads its own
+            return False
         raise DataError(f"{server.home}: cannot copy a cached data directory there: {_why(exc)}; free space on "
                         "--work's file system (or name another --work), then `claimlab run ... --resume`") from None
     partial.rename(server.datadir)
-    os.utime(entry)
+    with contextlib.suppress(FileNotFoundError):
+        os.utime(entry)
     return True
 
 
@@ -124,20 +128,5 @@ def save(server, cache_key: str | None) -> bool:
     except OSError:
         shutil.rmtree(tmp, ignore_errors=True)   # a full disk costs the cache entry, not the run
         return False
-    _evict()
+    evict_least_recent(root(), MAX_BYTES)
     return True
-
-
-def _size(path: Path) -> int:
-    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file() and not p.is_symlink())
-
-
-def _evict() -> None:
-    entries = sorted((p for p in root().iterdir() if not p.name.startswith(".")), key=lambda p: p.stat().st_mtime)
-    sizes = {p: _size(p) for p in entries}
-    total = sum(sizes.values())
-    for p in entries[:-1]:          # never the newest
-        if total <= MAX_BYTES:
-            break
-        shutil.rmtree(p, ignore_errors=True)
-        total -= sizes[p]

@@ -1,9 +1,11 @@
 """What the cache of initialised data directories keys on, keeps, copies back and evicts."""
 
 import os
+import shutil
 from pathlib import Path
 from types import SimpleNamespace
 
+from claimlab import datacache
 from claimlab.servers import ServerOptions, TargetSpec, initcache
 from claimlab.servers.initcache import InitCache
 
@@ -64,3 +66,24 @@ def test_the_least_recently_used_entries_go_beyond_the_bound(tmp_path, monkeypat
     cache.restore("a", tmp_path / "copy")                # used last: kept
     cache.save("d", _datadir(tmp_path / "made-d"))
     assert sorted(p.name for p in (tmp_path / "cache").iterdir()) == ["a", "c", "d"]
+
+
+def test_a_loaded_directory_evicted_while_it_is_copied_is_a_miss(tmp_path, monkeypatch):
+    """Another process's eviction renames the entry away mid-copy: the run loads its own tables
+    instead of starting on the files copied before, or failing as if the disk were full."""
+    monkeypatch.setenv("CLAIMLAB_DATADIRS", str(tmp_path / "cache"))
+    for n, key in enumerate(("old" * 8, "new" * 8)):
+        _datadir(tmp_path / "cache" / key / "data")
+        os.utime(tmp_path / "cache" / key, (n, n))
+    real = shutil.copytree
+
+    def evicted_meanwhile(src, dst, **kwargs):
+        initcache.evict_least_recent(tmp_path / "cache", 0)
+        return real(src, dst, **kwargs)
+
+    monkeypatch.setattr(shutil, "copytree", evicted_meanwhile)
+    home = tmp_path / "home"
+    server = SimpleNamespace(home=home, datadir=home / "data", password_file=home / "root.password")
+    assert not datacache.restore(server, "old" * 8)
+    assert not home.joinpath("data.partial").exists() and not server.datadir.exists()
+    assert sorted(p.name for p in (tmp_path / "cache").iterdir()) == ["new" * 8]

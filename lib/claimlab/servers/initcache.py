@@ -59,7 +59,8 @@ class InitCache:
         except (shutil.Error, OSError):
             shutil.rmtree(partial, ignore_errors=True)
             return False
-        os.utime(entry.parent)
+        with contextlib.suppress(FileNotFoundError):
+            os.utime(entry.parent)
         return True
 
     def save(self, key: str | None, datadir: Path) -> bool:
@@ -78,26 +79,28 @@ class InitCache:
         except (OSError, subprocess.CalledProcessError):
             shutil.rmtree(tmp, ignore_errors=True)   # a full disk, or a concurrent twin: no entry
             return False
-        self._evict()
+        evict_least_recent(self.root, MAX_BYTES)
         return True
 
-    def _evict(self) -> None:
-        """Concurrent processes evict too: an entry that vanishes meanwhile counts as gone. An
-        entry is renamed away before it is deleted, so a copy being made from it fails (and that
-        server initialises) rather than miss the files deleted first."""
-        sizes, used = {}, {}
-        for p in self.root.iterdir():
-            if not p.name.startswith("."):
-                with contextlib.suppress(FileNotFoundError):
-                    used[p] = p.stat().st_mtime
-                    sizes[p] = sum(f.lstat().st_blocks * 512 for f in p.rglob("*"))
-        entries = sorted(sizes, key=used.get)
-        total = sum(sizes.values())
-        for p in entries[:-1]:          # never the newest
-            if total <= MAX_BYTES:
-                break
-            doomed = self.root / f".{p.name}.{os.getpid()}.evicted"
-            with contextlib.suppress(OSError):
-                p.rename(doomed)
-                shutil.rmtree(doomed, ignore_errors=True)
-            total -= sizes[p]
+
+def evict_least_recent(root: Path, max_bytes: int) -> None:
+    """Delete the least recently used entries of `root` beyond `max_bytes` on disk, never the
+    newest (this cache's and the loaded-directory cache's). Concurrent processes evict too: an entry
+    that vanishes meanwhile counts as gone. An entry is renamed away before it is deleted, so a
+    copy being made from it fails (and that server initialises or loads) rather than miss the files
+    deleted first."""
+    sizes, used = {}, {}
+    for p in root.iterdir():
+        if not p.name.startswith("."):
+            with contextlib.suppress(FileNotFoundError):
+                used[p] = p.stat().st_mtime
+                sizes[p] = sum(f.lstat().st_blocks * 512 for f in p.rglob("*"))
+    total = sum(sizes.values())
+    for p in sorted(sizes, key=used.get)[:-1]:
+        if total <= max_bytes:
+            break
+        doomed = root / f".{p.name}.{os.getpid()}.evicted"
+        with contextlib.suppress(OSError):
+            p.rename(doomed)
+            shutil.rmtree(doomed, ignore_errors=True)
+        total -= sizes[p]
