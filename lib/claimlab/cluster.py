@@ -49,7 +49,7 @@ from .errors import ClaimlabError, DataError
 from .records import now
 from .store import load_manifest, read_jsonl, runs_root
 from .transfer import archive_run, import_run
-from .writer import RunStore, _append, lock_writer, write_atomic
+from .writer import RunStore, append_lines, lock_writer, write_atomic
 
 RESOURCE = "host"
 KIND = "kind-"                # a worker's kind: the resource kind-NAME=1 it offers besides host=1
@@ -255,7 +255,7 @@ class Journal:
                  "profile": job.profile, "key": job.key} if job else {}
         if job and job.moved_from:
             where["moved_from"] = job.moved_from
-        _append(self.path, json.dumps({"at": now(), "event": event, **where, **fields}, sort_keys=True) + "\n")
+        append_lines(self.path, json.dumps({"at": now(), "event": event, **where, **fields}, sort_keys=True) + "\n")
 
     def read(self) -> list[dict]:
         if not self.path.exists():

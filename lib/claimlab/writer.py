@@ -21,7 +21,7 @@ from .records import INTERVAL_COLUMNS, MeasurementRecord, RunManifest, now
 from .store import CHECKSUMMED, _read_csv, _variables_files, checksums, load_manifest, read_jsonl
 
 
-def _append(path: Path, text: str, *, sync: bool = True) -> None:
+def append_lines(path: Path, text: str, *, sync: bool = True) -> None:
     """Append whole lines or nothing: on a short or failed write (disk full, read-only, quota) the
     file is cut back to where it was, so it stays valid and the measurement counts as not done.
     `sync=False` leaves the flush to disk to `RunStore.sync`: a written line already outlives
@@ -182,7 +182,7 @@ class RunStore:
         after.update(data)
         self._record_written({name: {"before": [size, digest.hexdigest()],
                                      "after": [size + len(data), after.hexdigest()]}})
-        _append(self.path / name, text, sync=sync)
+        append_lines(self.path / name, text, sync=sync)
         self._digests[name] = (size + len(data), after)
 
     def _record_written(self, changing: dict) -> None:
