@@ -28,8 +28,9 @@ MAX_BYTES = 2 * 1024 ** 3        # on disk; the least recently used go first
 # missing at its start, allocated in full, as its initialisation did. Left out of the copies (here
 # and in the loaded-directory cache), a start copies 0.1-0.2 s instead of 0.4-2.2 s; the disk
 # writes the same either way (tests/integration/test_mysql.py).
-SPARE_REDO = shutil.ignore_patterns("#ib_redo*_tmp")
-_COPIED_BACK = shutil.ignore_patterns("#ib_redo*_tmp", "auto.cnf")
+_SPARE_REDO_FILES = "#ib_redo*_tmp"
+SPARE_REDO = shutil.ignore_patterns(_SPARE_REDO_FILES)
+_COPIED_BACK = shutil.ignore_patterns(_SPARE_REDO_FILES, "auto.cnf")
 
 
 class InitCache:
@@ -41,7 +42,7 @@ class InitCache:
         inst = server.installation
         programs = [Path(server.binary), Path(server.flavor.init_command(server.binary, Path("my.cnf"))[0])]
         try:
-            identity = [(str(p), p.stat().st_size, int(p.stat().st_mtime)) for p in programs]
+            identity = [(str(p), st.st_size, int(st.st_mtime)) for p, st in ((p, p.stat()) for p in programs)]
         except OSError:
             return None
         described = {"format": FORMAT, "programs": identity, "version": inst.version_text,
@@ -49,10 +50,10 @@ class InitCache:
                      "kind": server.target.kind, "options": server.options.as_dict()}
         return hashlib.sha256(json.dumps(described, sort_keys=True, default=str).encode()).hexdigest()[:24]
 
-    def restore(self, key: str | None, partial: Path) -> bool:
+    def restore(self, key: str, partial: Path) -> bool:
         """Copy the kept directory to `partial` (which must not exist). True if one was copied."""
-        entry = self.root / key / "data" if key else None
-        if entry is None or not entry.is_dir():
+        entry = self.root / key / "data"
+        if not entry.is_dir():
             return False
         try:
             shutil.copytree(entry, partial, symlinks=True, ignore=_COPIED_BACK)
@@ -63,10 +64,10 @@ class InitCache:
             os.utime(entry.parent)
         return True
 
-    def save(self, key: str | None, datadir: Path) -> bool:
+    def save(self, key: str, datadir: Path) -> bool:
         """Keep a just-initialised directory. Written privately, then renamed: a concurrent server
         never sees half an entry, and of two that made the same one, the first kept stays."""
-        if key is None or (self.root / key).exists():
+        if (self.root / key).exists():
             return False
         tmp = self.root / f".{key}.{os.getpid()}.tmp"
         try:
