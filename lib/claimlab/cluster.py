@@ -130,9 +130,14 @@ def offering(workers: dict) -> dict[str, tuple[str, str]]:
     for address, info in workers.items():
         resources = info.get("resources", {})
         if resources.get(RESOURCE, 0) >= 1:
-            kinds = sorted(r[len(KIND):] for r in resources if r.startswith(KIND))
-            out[str(info.get("name", address))] = (info["host"], kinds[0] if kinds else "")
+            out[str(info.get("name", address))] = (info["host"], worker_kind(resources))
     return out
+
+
+def worker_kind(resources) -> str:
+    """NAME of the first resource `kind-NAME` among a worker's resources; "" when it declares none."""
+    kinds = sorted(r[len(KIND):] for r in resources if r.startswith(KIND))
+    return kinds[0] if kinds else ""
 
 
 # -- on the worker -------------------------------------------------------------------------------
@@ -152,8 +157,9 @@ def measure(key: str, experiment: str, params_text: str, profile: str, target: s
 
     from . import params as params_mod
     from . import runner, stats
-    name = str(get_worker().name)
-    get_worker().log_event(TOPIC, {"key": key})
+    worker = get_worker()
+    name, kind = str(worker.name), worker_kind(worker.state.total_resources)
+    worker.log_event(TOPIC, {"key": key})
     checkout = Path(__file__).resolve().parents[2]   # a worker started elsewhere (SSHCluster: in ~)
     if "CLAIMLAB_ROOT" not in os.environ and (checkout / "params").is_dir():
         os.environ["CLAIMLAB_ROOT"] = str(checkout)     # records the commit of the code that measures
@@ -176,7 +182,7 @@ def measure(key: str, experiment: str, params_text: str, profile: str, target: s
         outcome = runner.run(exp, data_root=data_root, work_root=base / "work", resume=resume,
                              progress=False, should_stop=should_stop)
         earlier = outcome.path
-    _stamp_host(earlier, name)
+    _stamp_host(earlier, name, kind)
     outbox.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(outbox, archive_run(earlier))
     return _packed(outbox, name, resumed=resume is not None)
@@ -193,13 +199,14 @@ def _earlier_run(runs: Path, source: Path) -> Path | None:
     return None
 
 
-def _stamp_host(path: Path, name: str) -> None:
-    """The host's identity in the manifest: the worker's name beside the processor, cores and
-    kernel the runner recorded, and the server builds the run's starts reported. The manifest is
-    not among the checksummed files, so this changes no checksum."""
+def _stamp_host(path: Path, name: str, kind: str) -> None:
+    """The host's identity in the manifest: the worker's name and kind (which hosts may stand in for
+    it) beside the processor, cores and kernel the runner recorded, and the server builds the run's
+    starts reported. The manifest is not among the checksummed files, so this changes no checksum."""
     manifest = load_manifest(path)
     builds = sorted({f"{r.get('target')}: {r.get('version')}" for r in read_jsonl(path / "servers.jsonl")})
-    host = dict(manifest.provenance.get("host", {})) | {"worker_name": name, "server_builds": builds}
+    host = dict(manifest.provenance.get("host", {})) | {"worker_name": name, "worker_kind": kind,
+                                                       "server_builds": builds}
     store = RunStore(path, manifest.columns, lock_writer(path))
     try:
         store.write_manifest(manifest.with_(provenance=manifest.provenance | {"host": host}))

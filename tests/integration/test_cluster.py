@@ -217,6 +217,7 @@ def test_two_claims_over_hosts_survive_a_killed_worker_and_pool_by_host(dask_clu
         assert not df.duplicated(keys).any(), f"{path.parent.name}: a measurement stored twice"
         host = json.loads(path.read_text())["provenance"]["host"]
         assert host["worker_name"] in ("bench-a", "bench-b") and host["cpu_model"] and host["kernel"]
+        assert host["worker_kind"] == KINDS[host["worker_name"]]
         assert host["server_builds"] and all(b.startswith("mariadb: ") for b in host["server_builds"])
 
     # `claimlab runs` shows each run's host
@@ -342,7 +343,8 @@ def test_a_host_gone_for_good_has_its_job_moved_to_a_host_of_its_kind(dask_clust
     stored = sorted(store.glob("*/*/manifest.json"))
     assert len(stored) == 2 and not list((store / transfer.STAGING_DIR).iterdir())
     for path in stored:     # both measured by bench-b, each whole and once
-        assert json.loads(path.read_text())["provenance"]["host"]["worker_name"] == "bench-b"
+        host = json.loads(path.read_text())["provenance"]["host"]
+        assert (host["worker_name"], host["worker_kind"]) == ("bench-b", "epyc")
         df = read_results(path.parent)
         assert df.attrs["run_state"]["verified"] and df.attrs["run_state"]["status"] == "complete"
         assert not df.duplicated(["condition", "workload", "repetition", "iteration", "metric"]).any()
