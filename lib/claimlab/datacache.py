@@ -28,6 +28,7 @@ from .servers.initcache import SPARE_REDO, evict_least_recent
 MIN_LOAD_S = 1.0                 # made faster, a directory costs less than a copy (200 MB: 0.3 s)
 MAX_BYTES = 8 * 1024 ** 3        # at most this much, oldest use evicted first (quick profiles: 5.5 GB)
 FORMAT = 1                       # bump when what a key covers changes
+QUICK_DIR = ".quick"             # notes of keys made faster than MIN_LOAD_S (dotted: never evicted as an entry)
 
 
 def root() -> Path:
@@ -57,6 +58,31 @@ def worth_keeping(made_s: float) -> bool:
     """Whether a data directory that took `made_s` seconds to initialise and load is worth a copy in
     the cache: quicker than `MIN_LOAD_S`, its run makes it again (the runner and the preload agree)."""
     return made_s >= MIN_LOAD_S
+
+
+def note_quick(cache_key: str | None, made_s: float) -> None:
+    """Remember that the directory of `cache_key` took only `made_s` seconds to make, so that a
+    preload need not make it again only to drop it: its run makes it anyway. A hint, not a record:
+    written whole or not at all, and a failure to write costs only a preload's time."""
+    if cache_key is None:
+        return
+    marks = root() / QUICK_DIR
+    with contextlib.suppress(OSError):
+        marks.mkdir(parents=True, exist_ok=True)
+        tmp = marks / f".{cache_key}.{os.getpid()}.tmp"
+        tmp.write_text(f"{made_s:.3f}\n")
+        tmp.rename(marks / cache_key)
+
+
+def known_quick(cache_key: str | None) -> bool:
+    """Whether the directory of `cache_key` was made faster than `MIN_LOAD_S` before (by a run or a
+    preload); a threshold raised since, or an unreadable note, makes it unknown again."""
+    if cache_key is None:
+        return False
+    try:
+        return not worth_keeping(float((root() / QUICK_DIR / cache_key).read_text()))
+    except (OSError, ValueError):
+        return False
 
 
 def cell_key(server, conditions) -> str | None:

@@ -6,7 +6,8 @@ Loading is set-up, made once per server binary, options and tables; a run's time
 measurement and what has to happen around it. `claimlab report` preloads before its runs (and
 says how long it took), `claimlab prepare` does it alone. What preloading keeps is exactly what a
 run would keep: the same cache key, only directories that took `datacache.MIN_LOAD_S` or more to
-make, saved after a clean shutdown.
+make, saved after a clean shutdown. A cell a run or an earlier preload found quicker to make than
+that (`datacache.known_quick`) is not made here only to be dropped.
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ from .store import project_root
 
 @dataclass(frozen=True)
 class Preloaded:
-    """One cell's data directory: made now (`seconds`: initialising and loading it), or found."""
+    """One cell's data directory: made now (`seconds`: initialising and loading it), found, or
+    left to its run, which was seen to make it quickly."""
 
     experiment: str
     target: str
@@ -34,16 +36,21 @@ class Preloaded:
     seconds: float
     kept: bool        # in the cache now (False: made faster than datacache.MIN_LOAD_S, a run makes its own)
     found: bool       # it was in the cache already: nothing was started
+    quick: bool = False   # made faster than MIN_LOAD_S before: not made now, nothing was started
 
     def __post_init__(self):
         if self.seconds < 0:
             raise ValueError(f"seconds: {self.seconds} is negative")
         if self.found and not self.kept:
             raise ValueError("found: a directory found in the cache is kept")
+        if self.quick and (self.kept or self.found or self.seconds):
+            raise ValueError("quick: a directory left to its run was neither made nor found")
 
     def outcome(self) -> str:
         if self.found:
             return "already cached"
+        if self.quick:
+            return "left to its run (quicker to make than to copy, seen before)"
         if self.kept:
             return f"loaded in {self.seconds:.1f} s, kept"
         return f"loaded in {self.seconds:.1f} s, not kept (quicker to make than to copy)"
@@ -52,11 +59,14 @@ class Preloaded:
 def summary(made: list[Preloaded]) -> str:
     """One line for a report's log: how many directories were made and kept, how many left to runs."""
     kept = sum(p.kept for p in made)
-    left = len(made) - kept
+    quick = sum(p.quick for p in made)
+    left = len(made) - kept - quick
     return ", ".join(part for part in (
         f"{kept} data director{'y' if kept == 1 else 'ies'} kept in the cache for the runs to copy" if kept else "",
         f"{left} quicker to make than to copy, made again by {'its run' if left == 1 else 'their runs'}"
-        if left else "") if part)
+        if left else "",
+        f"{quick} left to {'its run' if quick == 1 else 'their runs'} (quicker to make than to copy, seen before)"
+        if quick else "") if part)
 
 
 def preload(exp: Experiment, *, work_root=None, log=None) -> list[Preloaded]:
@@ -85,6 +95,9 @@ def preload(exp: Experiment, *, work_root=None, log=None) -> list[Preloaded]:
             if datacache.has(key):
                 done.append(Preloaded(exp.name, c0.target, c0.cell, 0.0, kept=True, found=True))
                 continue
+            if datacache.known_quick(key):
+                done.append(Preloaded(exp.name, c0.target, c0.cell, 0.0, kept=False, found=False, quick=True))
+                continue
             if log:
                 log(f"{exp.name}: loading {c0.target} {c0.cell}")
             try:
@@ -95,6 +108,8 @@ def preload(exp: Experiment, *, work_root=None, log=None) -> list[Preloaded]:
                     log(f"{exp.name}: {c0.target} {c0.cell} not loaded ahead, its run will load it: {exc}")
                 continue
             kept = datacache.worth_keeping(seconds) and datacache.save(server, key)
+            if not datacache.worth_keeping(seconds):    # the next preload leaves it to its run
+                datacache.note_quick(key, seconds)
             done.append(Preloaded(exp.name, c0.target, c0.cell, seconds, kept=kept, found=False))
     finally:
         launcher.close()

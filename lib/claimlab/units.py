@@ -169,7 +169,11 @@ def run_unit(ctx: Context, unit: Unit) -> int:
             # MySQL, whose cached copy also lets the next start skip the wait for this one's
             # shutdown, see `_slot`) and loaded
             made = phases.totals["prepare_s"] + max(p.server.initialise_s for p in procs.values())
-            ctx.stopping.append(Stopping(unit.seq, list(procs.values()), save=datacache.worth_keeping(made)))
+            save = datacache.worth_keeping(made)
+            for proc in procs.values():
+                if not save and not proc.from_cache:
+                    datacache.note_quick(proc.cache_key, made)
+            ctx.stopping.append(Stopping(unit.seq, list(procs.values()), save=save))
             handed_over = True
             phases.lap("stop_s")
             store.event("unit_done", seq=unit.seq, cell=unit.cell, repetition=unit.repetition,

@@ -40,14 +40,35 @@ def test_a_run_starts_every_cell_from_the_preloaded_directory(tmp_path, write_pa
     assert [(p.found, p.seconds) for p in again] == [(True, 0.0), (True, 0.0)]
 
 
-def test_a_quick_load_is_not_kept_and_the_command_says_so(tmp_path, write_params, mariadbd, monkeypatch, capsys):
+def test_a_quick_load_is_not_kept_nor_made_again_and_the_command_says_so(tmp_path, write_params, mariadbd,
+                                                                         monkeypatch, capsys):
     monkeypatch.setenv("CLAIMLAB_DATADIRS", str(tmp_path / "datadirs"))
     monkeypatch.setattr(datacache, "MIN_LOAD_S", 1e6)   # nothing is worth a copy
     path = write_params(EXP)
-    assert cli.main(["prepare", str(path), "--profile", "quick", "--work", str(tmp_path / "work")]) == 0
+    prepare = ["prepare", str(path), "--profile", "quick", "--work", str(tmp_path / "work")]
+    assert cli.main(prepare) == 0
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 2 and all("not kept (quicker to make than to copy)" in line for line in lines), lines
-    assert not (tmp_path / "datadirs").exists() or not any((tmp_path / "datadirs").iterdir())
+    assert [p.name for p in (tmp_path / "datadirs").iterdir()] == [datacache.QUICK_DIR]   # no directory kept
+    assert cli.main(prepare) == 0     # seen to be quick: no server is started for it again
+    captured = capsys.readouterr()
+    lines = captured.out.splitlines()
+    assert len(lines) == 2 and all(line.endswith("left to its run (quicker to make than to copy, seen before)")
+                                   for line in lines), lines
+    assert "loading" not in captured.err
+
+
+def test_a_run_notes_its_quick_loads_and_the_preload_leaves_them_to_it(tmp_path, write_params, mariadbd,
+                                                                       monkeypatch):
+    monkeypatch.setenv("CLAIMLAB_DATADIRS", str(tmp_path / "datadirs"))
+    monkeypatch.setattr(datacache, "MIN_LOAD_S", 1e6)
+    exp = params.load(write_params(EXP))
+    out = runner.run(exp, data_root=tmp_path / "raw", work_root=tmp_path / "work", progress=False)
+    assert not any(s["datadir_from_cache"] for s in read_jsonl(out.path / "servers.jsonl"))
+    said = []
+    again = preload.preload(exp, work_root=tmp_path / "work", log=said.append)
+    assert sorted((p.cell, p.quick) for p in again) == [("binlog=off", True), ("binlog=on", True)]
+    assert not said     # nothing loaded
 
 
 def test_a_cell_whose_server_does_not_start_is_left_to_its_run(tmp_path, write_params, mariadbd, monkeypatch):
