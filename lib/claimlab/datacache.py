@@ -23,7 +23,7 @@ from pathlib import Path
 
 from .errors import DataError
 from .servers import cache_dir
-from .servers.initcache import SPARE_REDO, evict_least_recent
+from .servers.initcache import SPARE_REDO, keep_entry
 
 MIN_LOAD_S = 1.0                 # made faster, a directory costs less than a copy (200 MB: 0.3 s)
 MAX_BYTES = 8 * 1024 ** 3        # at most this much, oldest use evicted first (quick profiles: 5.5 GB)
@@ -133,26 +133,16 @@ def _why(exc: Exception) -> str:
 
 
 def save(server, cache_key: str | None) -> bool:
-    """Keep a stopped server's data directory (and the root password that opens it, mode 0600).
-    Writes into a private directory, then renames: concurrent runs never see half an entry."""
+    """Keep a stopped server's data directory and the root password that opens it (mode 0600), as
+    one entry that concurrent runs see whole or not at all (`keep_entry`)."""
     if cache_key is None or not server.datadir.is_dir():
         return False
-    entry = root() / cache_key
-    if entry.exists():
-        return False
-    root().mkdir(parents=True, exist_ok=True)
-    tmp = root() / f".{cache_key}.{os.getpid()}.tmp"
-    shutil.rmtree(tmp, ignore_errors=True)
-    try:
+
+    def fill(tmp: Path) -> None:
         shutil.copytree(server.datadir, tmp / "data", symlinks=True, ignore=SPARE_REDO)
         if server.password_file.exists():
             fd = os.open(tmp / "root.password", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             with os.fdopen(fd, "w") as fh:
                 fh.write(server.password_file.read_text())
-        os.chmod(tmp, 0o700)
-        tmp.rename(entry)
-    except OSError:
-        shutil.rmtree(tmp, ignore_errors=True)   # a full disk costs the cache entry, not the run
-        return False
-    evict_least_recent(root(), MAX_BYTES)
-    return True
+
+    return keep_entry(root(), cache_key, fill, MAX_BYTES)

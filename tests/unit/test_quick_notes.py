@@ -5,6 +5,7 @@ import os
 import time
 
 from claimlab import datacache
+from claimlab.servers.initcache import evict_least_recent
 
 
 def test_a_note_is_known_while_it_stays_under_the_threshold(tmp_path, monkeypatch):
@@ -40,6 +41,6 @@ def test_notes_are_not_cache_entries(tmp_path, monkeypatch):
         (root / name / "data").mkdir(parents=True, exist_ok=True)
         (root / name / "data" / "ibdata1").write_bytes(b"\1" * 4096)
         os.utime(root / name, (time.time() - age,) * 2)
-    datacache.evict_least_recent(root, 0)      # the oldest entry goes, the newest stays, notes stay
+    evict_least_recent(root, 0)      # the oldest entry goes, the newest stays, notes stay
     assert sorted(p.name for p in root.iterdir()) == sorted([datacache.QUICK_DIR, "newer"])
     assert datacache.known_quick("k1")

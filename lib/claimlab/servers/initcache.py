@@ -20,6 +20,7 @@ import os
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Callable
 
 FORMAT = 1                       # bump when what a key covers changes
 MAX_BYTES = 2 * 1024 ** 3        # on disk; the least recently used go first
@@ -65,23 +66,33 @@ class InitCache:
         return True
 
     def save(self, key: str, datadir: Path) -> bool:
-        """Keep a just-initialised directory. Written privately, then renamed: a concurrent server
-        never sees half an entry, and of two that made the same one, the first kept stays."""
-        if (self.root / key).exists():
-            return False
-        tmp = self.root / f".{key}.{os.getpid()}.tmp"
-        try:
-            self.root.mkdir(parents=True, exist_ok=True)
-            shutil.rmtree(tmp, ignore_errors=True)
-            tmp.mkdir(mode=0o700)
+        """Keep a just-initialised directory (see `keep_entry`)."""
+        def fill(tmp: Path) -> None:
             subprocess.run(["cp", "-a", "--sparse=always", str(datadir), str(tmp / "data")],
                            check=True, capture_output=True)
-            tmp.rename(self.root / key)
-        except (OSError, subprocess.CalledProcessError):
-            shutil.rmtree(tmp, ignore_errors=True)   # a full disk, or a concurrent twin: no entry
-            return False
-        evict_least_recent(self.root, MAX_BYTES)
-        return True
+        return keep_entry(self.root, key, fill, MAX_BYTES)
+
+
+def keep_entry(root: Path, key: str, fill: Callable[[Path], None], max_bytes: int) -> bool:
+    """Make the entry `root/key` (this cache's or the loaded-directory cache's): `fill` writes it
+    into a private directory, which is then renamed into place, so a concurrent reader never sees
+    half an entry and, of two processes that made the same one, the first kept stays. A failure (a
+    full disk, a twin) leaves no entry and costs only the copy: the server made its own directory.
+    Then evicts beyond `max_bytes`. True if this call kept it."""
+    if (root / key).exists():
+        return False
+    tmp = root / f".{key}.{os.getpid()}.tmp"
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(mode=0o700)
+        fill(tmp)
+        tmp.rename(root / key)
+    except (OSError, subprocess.CalledProcessError):
+        shutil.rmtree(tmp, ignore_errors=True)
+        return False
+    evict_least_recent(root, max_bytes)
+    return True
 
 
 def evict_least_recent(root: Path, max_bytes: int) -> None:
