@@ -65,14 +65,15 @@ def statements(label: str, direction: str | None, published: float | None) -> se
     return said
 
 
-@pytest.mark.parametrize(("kind", "direction", "published"), CASES)
-@pytest.mark.parametrize("margin", MARGINS)
+# A published ratio inside the band is refused at load (`claims.Comparison`), so not asked.
+LOADABLE = [(kind, direction, published, margin) for kind, direction, published in CASES for margin in MARGINS
+            if published is None or abs(np.log(published)) > np.log1p(margin)]
+
+
+@pytest.mark.parametrize(("kind", "direction", "published", "margin"), LOADABLE)
 def test_narrowing_an_interval_never_weakens_what_its_label_says(kind, direction, published, margin):
     """Every one-step narrowing on the grid keeps all that the wider interval's label asserts
-    (by chaining, every narrowing does): "opposite direction" never falls back to "no effect".
-    A published ratio inside the band is refused at load (`claims.Comparison`), so not asked."""
-    if published is not None and abs(np.log(published)) <= np.log1p(margin):
-        pytest.skip("a published ratio inside the band is refused at load")
+    (by chaining, every narrowing does): "opposite direction" never falls back to "no effect"."""
     n = len(GRID)
     labels = {(i, j): stats.verdict(kind, direction, published, margin, GRID[i], GRID[j]).label
               for i in range(n) for j in range(i, n)}
