@@ -317,6 +317,14 @@ def mysql_launcher(tmp_path_factory, mysql_target):
     return Launcher(tmp_path_factory.mktemp("mysql-work"))
 
 
+def evidence_servers(binary: str) -> list[str]:
+    """Command lines of `binary`'s servers still running from an evidence work directory: a
+    collection must stop every server it started. Only that binary's, since another module may be
+    collecting evidence on another server at the same time."""
+    lines = (" ".join(p.info["cmdline"] or ()) for p in psutil.process_iter(["cmdline"]))
+    return [line for line in lines if "claimlab-evidence-" in line and binary in line]
+
+
 def notebook_errors(nb_path: Path) -> list[str]:
     """The errors an executed notebook's outputs hold, as "Name: message"."""
     import nbformat

@@ -8,7 +8,6 @@ import datetime as dt
 import json
 
 import pandas as pd
-import psutil
 import pytest
 
 from claimlab import evidence, evidence_tables, instructions
@@ -18,7 +17,7 @@ from claimlab.servers import Launcher, ServerOptions, installation
 from claimlab.store import sha256_file
 from claimlab.symbols import build_id
 from claimlab.workloads import VarcharScan
-from conftest import ROOT, store_evidence
+from conftest import ROOT, evidence_servers, store_evidence
 
 C1_TINY = """
 claim: C1
@@ -60,7 +59,7 @@ def test_c1_counts_per_query_are_added_to_evidence_stored_without_them(tmp_path,
     ismbchar, charpos, get_text, lexer = evidence_tables.NAMED_FUNCTIONS["charset_mismatch"]
     assert calls[ismbchar[0]] >= LITERAL_BYTES and calls[get_text[0]] == 1   # the lexer's: one per byte of the literal
     assert named[charpos[0]] > named[lexer[0]] > named[get_text[0]] > 0   # DISTINCT's MEMORY table hashes c through it
-    assert not _servers_left()
+    assert not evidence_servers(binary)
 
     with pytest.raises(DataError, match="already added"):
         evidence.add_instructions(str(path), run, target="mysql57")
@@ -78,9 +77,3 @@ def test_c2_comparison_per_call_is_counted_on_the_bugs_version(tmp_path, mysql80
     (comparison,) = evidence_tables.comparisons(ev, load_claims(ROOT / "data" / "claims.yaml")["C2"]).itertuples()
     assert comparison.function.startswith("my_strnncoll") and comparison.calls_per_row == 1   # one per row
     assert 1_000 < comparison.per_call < 20_000 and comparison.published_per_call == 4_710
-
-
-def _servers_left() -> list[str]:
-    """Command lines of mysqld processes still running from an evidence work directory."""
-    lines = (" ".join(p.info["cmdline"] or ()) for p in psutil.process_iter(["cmdline"]))
-    return [line for line in lines if "claimlab-evidence-" in line and "mysqld" in line]

@@ -5,14 +5,13 @@ stored checksummed with the run. Skipped (one line) where MySQL cannot be set up
 import json
 import re
 
-import psutil
 import pytest
 
 from claimlab import evidence, params, profiling, report, runner
 from claimlab.errors import DataError
 from claimlab.servers import installation
 from claimlab.store import sha256_file
-from conftest import pid_alive
+from conftest import evidence_servers, pid_alive
 
 C2_TINY = """
 claim: C2
@@ -60,7 +59,7 @@ def test_evidence_of_a_mysql_run_is_collected_on_mysql_and_stored_checksummed(tm
     assert counted.condition == "collation_uca_ai" and counted.per_row > 1000   # a UCA 9.0 comparison per row
     assert set(ev.functions["condition"]) == {"collation_uca_ai"} and (ev.functions["self"] > 0).any()
     assert not any(pid_alive(int(p.read_text())) for p in tmp_path.rglob("server.pid"))
-    assert not _profiling_servers()
+    assert not evidence_servers(binary)
 
     with pytest.raises(DataError, match="not overwritten"):
         evidence.collect(str(path), run.path)
@@ -68,9 +67,3 @@ def test_evidence_of_a_mysql_run_is_collected_on_mysql_and_stored_checksummed(tm
     folded.write_text(folded.read_text() + "mysqld;edited 1\n")
     with pytest.raises(DataError, match="collation_uca_ai.folded changed after profiling"):
         evidence.load(run.path)
-
-
-def _profiling_servers() -> list[str]:
-    """Command lines of mysqld processes still running from an evidence work directory."""
-    lines = (" ".join(p.info["cmdline"] or ()) for p in psutil.process_iter(["cmdline"]))
-    return [line for line in lines if "claimlab-evidence-" in line and "mysqld" in line]
