@@ -35,7 +35,7 @@ from claimlab.report import analyze_runs
 from claimlab.servers import reap
 from claimlab.store import read_results
 from claimlab.writer import RunStore
-from conftest import ROOT, frozen, run_cli
+from conftest import ROOT, frozen, module_scratch, run_cli
 from hostnet import HostNetwork, make
 
 DASK = str(Path(sys.executable).with_name("dask"))
@@ -133,13 +133,18 @@ class Cluster:
 
 
 @pytest.fixture(scope="module")
-def dask_cluster(tmp_path_factory, mariadbd):
+def dask_cluster(request, tmp_path_factory, mariadbd):
+    with module_scratch(request, tmp_path_factory, "cluster") as base:
+        yield from _cluster(base, mariadbd)
+
+
+def _cluster(base, mariadbd):
     net = make(["scheduler", *KINDS])
     print(net.describe())
     if net.why_loopback:    # in the summary too: the weaker set-up is not to pass unseen
         warnings.warn(net.describe(), stacklevel=1)
     try:
-        c = Cluster(tmp_path_factory.mktemp("cluster"), mariadbd, net)
+        c = Cluster(base, mariadbd, net)
         try:
             for name in KINDS:
                 c.start_worker(name)

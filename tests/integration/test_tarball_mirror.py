@@ -10,12 +10,13 @@ import mysql.connector
 import pytest
 
 from claimlab.servers import Launcher, ServerOptions, installation
-from conftest import query
+from conftest import module_scratch, query
 
 
 @pytest.fixture(scope="module")
-def mirror_launcher(tmp_path_factory):
-    return Launcher(tmp_path_factory.mktemp("mirror-work"))
+def mirror_launcher(request, tmp_path_factory):
+    with module_scratch(request, tmp_path_factory, "mirror-work") as work:
+        yield Launcher(work)
 
 
 def test_57_starts_with_its_own_defaults(mirror_launcher, mysql57):

@@ -7,6 +7,7 @@ notebooks themselves never start a server."""
 import json
 import re
 import secrets
+import shutil
 from pathlib import Path
 
 import nbformat
@@ -15,7 +16,7 @@ import pytest
 from claimlab import ablation, campaign, datacache, report
 from claimlab.servers import ServerOptions
 from claimlab.store import find_run, list_runs, read_jsonl, read_manifest, read_results
-from conftest import OVERFLOW_JS, ROOT, copy_run, frozen, notebook_errors
+from conftest import OVERFLOW_JS, ROOT, copy_run, frozen, module_scratch, notebook_errors
 
 TOGGLES_STAND_IN = """
 description: Two of seed 004's toggles on MariaDB, standing in for the 8.0.40 ablation in the smoke report.
@@ -28,8 +29,12 @@ design: {repetitions: 2, warmup: 0, iterations: 2, seed: 20261122}
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory, mariadbd):
-    base = tmp_path_factory.mktemp("report")
+def built(request, tmp_path_factory, mariadbd):
+    with module_scratch(request, tmp_path_factory, "report") as base:
+        yield _build(base)
+
+
+def _build(base):
     # Both servers, every claim; CPU evidence is exercised from stored runs
     # (test_stored_runs.py) and by tests/integration/test_*evidence*. The investigation
     # re-analyses its frozen shipped run, as `make report` does in a clone (its 32 MySQL starts at
@@ -53,6 +58,7 @@ def built(tmp_path_factory, mariadbd):
         # holds its 5.7/8.0 levels where a mirror is given).
         runs = campaign.measure(profile="smoke", targets=("mariadb", "mysql"), data_dir=base / "raw",
                                 cpu_evidence=False, progress=False, log=lambda msg: None)
+    shutil.rmtree(base / "datadirs")     # the runs' copies only: gigabytes the rest of the suite needs
     index = report.render(runs, out_dir=base / "reports", data_dir=base / "raw", figures_dir=base / "figures",
                           log=lambda msg: None)
     return base, index
