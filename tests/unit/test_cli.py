@@ -223,6 +223,7 @@ def test_analyze_gives_scripts_csv_and_json_without_nan(capsys):
 
 def test_runs_shows_the_server_marks_published_runs_and_filters(capsys, monkeypatch, frozen_checkout):
     monkeypatch.setenv("CLAIMLAB_ROOT", str(frozen_checkout))
+    monkeypatch.chdir(frozen_checkout)
     published = set(report.shipped_run_ids())
     c1, earlier = report.published_runs()["charset_mismatch"], report.published_runs(file=report.EARLIER_RUNS)
     assert cli.main(["runs", "--published", "--format", "json"]) == 0
@@ -233,9 +234,11 @@ def test_runs_shows_the_server_marks_published_runs_and_filters(capsys, monkeypa
     assert header.split()[:7] == ["RUN", "EXPERIMENT", "CLAIM", "SERVER", "PROFILE", "STATUS", "PUBLISHED"]
     assert [row.split()[0] for row in rows] == c1
     assert "mariadb: MariaDB 10.11.19" in rows[0] and rows[0][header.index("PUBLISHED")] == "*"
+    assert [row.split()[-1] for row in rows] == [f"data/raw/charset_mismatch/{r}" for r in c1]   # as typed here
     assert cli.main(["runs", "--experiment", "charset_mismatch", "--server", "mariadb", "--format", "csv"]) == 0
     table = pd.read_csv(io.StringIO(capsys.readouterr().out))
     assert set(table["run_id"]) == {*c1, *earlier["charset_mismatch"]}
+    assert all(os.path.isabs(p) for p in table["path"])      # scripts get the full path
     assert (table["published"] == table["run_id"].isin(published)).all() and not table["published"].all()
     assert table["server"].str.contains("MariaDB").all() and set(table["experiment"]) == {"charset_mismatch"}
     assert cli.main(["runs", "--server", "mysql", "--format", "csv"]) == 0   # the investigation's run only

@@ -51,12 +51,21 @@ def main(args) -> int:
         return 0
     header = ("RUN", "EXPERIMENT", "CLAIM", "SERVER", "PROFILE", "STATUS", "PUBLISHED", "HOST", "PATH")
     rows = [(r["run_id"], r["experiment"] or "", r["claim"] or "", ", ".join(r["server"]) or "—",
-             r["profile"] or "", r["status"] or "", "*" if r["published"] else "", r["host"] or "—", r["path"])
-            for r in runs]
+             r["profile"] or "", r["status"] or "", "*" if r["published"] else "", r["host"] or "—",
+             _shown(Path(r["path"]))) for r in runs]
     widths = [max(len(x) for x in column) for column in zip(header, *rows)]
     for row in (header, *rows):
         print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
     return 0
+
+
+def _shown(path: Path) -> str:
+    """A run's folder as a reader types it: relative to the current directory when under it (the
+    table is wide enough already); csv and json keep the absolute path for scripts."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
 
 
 def servers_of(path: Path) -> list[str]:
