@@ -315,8 +315,8 @@ def mysql_target():
 def module_scratch(request, tmp_path_factory, name: str):
     """A module fixture's directory, removed when the module is done unless one of its tests
     failed (as pytest keeps a failed test's tmp_path): pytest otherwise keeps every fixture's
-    directory to the end of the session, and servers' data directories in them took 10 GB of the
-    suite's 15 GB peak (MySQL's allocates its spare redo log files in full)."""
+    directory to the end of the session, and the servers' data directories in them held 8 GB by
+    then (MySQL allocates its spare redo log files in full)."""
     path = tmp_path_factory.mktemp(name)
     failed = request.session.testsfailed
     yield path
