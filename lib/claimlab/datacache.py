@@ -24,6 +24,7 @@ from pathlib import Path
 from .errors import DataError
 from .servers import cache_dir
 from .servers.initcache import SPARE_REDO, keep_entry
+from .writer import write_atomic
 
 MIN_LOAD_S = 1.0                 # made faster, a directory costs less than a copy (200 MB: 0.3 s)
 MAX_BYTES = 8 * 1024 ** 3        # at most this much, oldest use evicted first (quick profiles: 5.5 GB)
@@ -67,11 +68,9 @@ def note_quick(cache_key: str | None, made_s: float) -> None:
     if cache_key is None:
         return
     marks = root() / QUICK_DIR
-    with contextlib.suppress(OSError):
+    with contextlib.suppress(OSError, DataError):
         marks.mkdir(parents=True, exist_ok=True)
-        tmp = marks / f".{cache_key}.{os.getpid()}.tmp"
-        tmp.write_text(f"{made_s:.3f}\n")
-        tmp.rename(marks / cache_key)
+        write_atomic(marks / cache_key, f"{made_s:.3f}\n", sync=False)
 
 
 def known_quick(cache_key: str | None) -> bool:
