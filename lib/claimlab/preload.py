@@ -107,9 +107,11 @@ def preload(exp: Experiment, *, work_root=None, log=None) -> list[Preloaded]:
                 if log:
                     log(f"{exp.name}: {c0.target} {c0.cell} not loaded ahead, its run will load it: {exc}")
                 continue
-            kept = datacache.worth_keeping(seconds) and datacache.save(server, key)
-            if not datacache.worth_keeping(seconds):    # the next preload leaves it to its run
-                datacache.note_quick(key, seconds)
+            if datacache.worth_keeping(seconds):
+                kept = datacache.save(server, key)
+            else:
+                kept = False
+                datacache.note_quick(key, seconds)    # the next preload leaves it to its run
             done.append(Preloaded(exp.name, c0.target, c0.cell, seconds, kept=kept, found=False))
     finally:
         launcher.close()

@@ -170,9 +170,10 @@ def run_unit(ctx: Context, unit: Unit) -> int:
             # shutdown, see `_slot`) and loaded
             made = phases.totals["prepare_s"] + max(p.server.initialise_s for p in procs.values())
             save = datacache.worth_keeping(made)
-            for proc in procs.values():
-                if not save and not proc.from_cache:
-                    datacache.note_quick(proc.cache_key, made)
+            if not save:    # a later preload leaves these to their runs
+                for proc in procs.values():
+                    if not proc.from_cache:
+                        datacache.note_quick(proc.cache_key, made)
             ctx.stopping.append(Stopping(unit.seq, list(procs.values()), save=save))
             handed_over = True
             phases.lap("stop_s")
