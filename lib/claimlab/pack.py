@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 
 from .errors import DataError
 from .records import RunManifest, now
-from .store import _read_csv, find_run, load_manifest, project_root, raw_root, run_state, sha256_file
+from .store import find_run, load_manifest, project_root, raw_root, read_csv, run_state, sha256_file
 from .writer import RunStore, write_atomic
 
 if TYPE_CHECKING:
@@ -80,7 +80,7 @@ def read_table(run_dir: str | os.PathLike, name: str) -> pd.DataFrame:
     run_dir = Path(run_dir)
     entry = packed_tables(load_manifest(run_dir)).get(name)
     if entry is None:
-        return _read_csv(run_dir / name)
+        return read_csv(run_dir / name)
     return _read_parquet(run_dir / entry["file"])
 
 
@@ -116,7 +116,7 @@ def pack(run_dir: str | os.PathLike) -> dict:
     tables, placed, temps = {}, [], []
     try:
         for name in names:
-            frame = _read_csv(run_dir / name)
+            frame = read_csv(run_dir / name)
             parquet = Path(name).with_suffix(".parquet").name
             tmp = run_dir / f".{parquet}.{os.getpid()}.tmp"
             temps.append(tmp)
@@ -262,7 +262,7 @@ def _write_parquet(frame: pd.DataFrame, path: Path) -> None:
 
 
 def _read_parquet(path: Path) -> pd.DataFrame:
-    """The frame as `_read_csv` read it before the pack: Arrow's nulls in text columns come back
+    """The frame as `read_csv` read it before the pack: Arrow's nulls in text columns come back
     as None, where the CSV reader gives NaN, so they are given back as NaN."""
     import numpy as np
     import pyarrow.parquet as pq

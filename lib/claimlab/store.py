@@ -83,11 +83,12 @@ def sha256_file(path: Path) -> str:
 
 def checksums(path: Path) -> dict[str, str]:
     """Every data file of a run, server variables included (they are evidence too)."""
-    names = [n for n in CHECKSUMMED if (path / n).exists()] + _variables_files(path)
+    names = [n for n in CHECKSUMMED if (path / n).exists()] + variables_files(path)
     return {name: sha256_file(path / name) for name in names}
 
 
-def _variables_files(path: Path) -> list[str]:
+def variables_files(path: Path) -> list[str]:
+    """Server variables are checksummed like the data files, one file per server start."""
     return sorted(f"variables/{p.name}" for p in (path / "variables").glob("*.json"))
 
 
@@ -147,7 +148,8 @@ def run_state(path: str | os.PathLike) -> RunState:
     return RunState(manifest.status, not changed, changed)
 
 
-def _read_csv(path: Path) -> pd.DataFrame:
+def read_csv(path: Path) -> pd.DataFrame:
+    """A run's CSV, refusing a torn last line: pandas would read it as a short, valid row."""
     import pandas as pd
     data = path.read_bytes()
     if data and not data.endswith(b"\n"):

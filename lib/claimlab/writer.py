@@ -18,7 +18,7 @@ from typing import Any, Iterable
 
 from .errors import DataError
 from .records import INTERVAL_COLUMNS, MeasurementRecord, RunManifest, now
-from .store import CHECKSUMMED, _read_csv, _variables_files, checksums, load_manifest, read_jsonl
+from .store import CHECKSUMMED, checksums, load_manifest, read_csv, read_jsonl, variables_files
 
 
 def append_lines(path: Path, text: str, *, sync: bool = True) -> None:
@@ -132,7 +132,7 @@ class RunStore:
         manifest = load_manifest(path)
         store = cls(path, manifest.columns, writer or lock_writer(path))
         torn = {name: _repair_torn_tail(path / name) for name in CHECKSUMMED}
-        for name in [n for n in CHECKSUMMED if (path / n).exists()] + _variables_files(path):
+        for name in [n for n in CHECKSUMMED if (path / n).exists()] + variables_files(path):
             store._digest(name)     # the record of writes covers what earlier sessions wrote too
         for name, dropped in torn.items():
             if dropped:
@@ -255,7 +255,7 @@ class RunStore:
 
     def completed(self) -> set[tuple[str, str, int, int]]:
         """(condition, workload, repetition, iteration) of every stored measurement."""
-        df = _read_csv(self.path / "results.csv")
+        df = read_csv(self.path / "results.csv")
         return set(zip(df["condition"], df["workload"], df["repetition"].astype(int),
                        df["iteration"].astype(int)))
 
@@ -263,7 +263,7 @@ class RunStore:
         """The fastest stored value of `metric` of each server start (repetition, seq, attempt),
         smallest or largest (`fastest` "min" or "max"), per (condition, workload): where a resumed
         run's `design.fast_rounds` takes up its fast level."""
-        df = _read_csv(self.path / "results.csv")
+        df = read_csv(self.path / "results.csv")
         df = df[df["metric"] == metric]
         best = df.groupby(["condition", "workload", "repetition", "seq", "attempt"])["value"].agg(fastest)
         out: dict[tuple[str, str], list[float]] = {}

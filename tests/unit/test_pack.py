@@ -25,8 +25,8 @@ from claimlab.pack import (
     pack,
 )
 from claimlab.store import (
-    _read_csv,
     load_manifest,
+    read_csv,
     read_intervals,
     read_manifest,
     read_results,
@@ -99,7 +99,7 @@ def test_frame_difference_sees_one_changed_value_dtype_or_missing_value():
 def test_missing_values_come_back_from_parquet_as_the_csv_reader_gives_them(tmp_path):
     """NaN, not Arrow's None, in text columns (object columns in pandas 2, `str` in pandas 3)."""
     (tmp_path / "t.csv").write_text("condition,server_version,s,x,e\n1,,a,1.5,\n2,10.11,,,\n")
-    frame = _read_csv(tmp_path / "t.csv")
+    frame = read_csv(tmp_path / "t.csv")
     assert frame["s"].isna().tolist() == [False, True] and frame["server_version"].isna().tolist() == [True, False]
     _write_parquet(frame, tmp_path / "t.parquet")
     assert frame_difference(frame, _read_parquet(tmp_path / "t.parquet")) == ""
