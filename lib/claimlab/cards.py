@@ -207,6 +207,17 @@ def note_parts(note: str) -> list[str]:
     return [p.strip() for p in parts if p.strip()]
 
 
+def rerun_target(row) -> str:
+    """The `--target` that makes another run of a row's comparison. Where the comparison's levels
+    start their own servers its target reads "mysql57+mysql80", which no params file declares:
+    the run's own target (`run_target`, from its manifest) is the one to give."""
+    target = str(row.get("target"))
+    shown = row.get("run_target")
+    if "+" in target and isinstance(shown, str) and shown and " " not in shown:
+        return shown
+    return target
+
+
 def slow_hour_lines(rows) -> list[str]:
     """One line per claim and server measured in a slow hour (its comparisons' least fast-state
     share under SLOW_HOUR), saying what to do: what `claimlab report` and the summary print."""
@@ -214,7 +225,7 @@ def slow_hour_lines(rows) -> list[str]:
     for r in rows:
         if not missing(r.get("fast_share")):
             where = server_name(r.get("server_version"), r.get("target")) or str(r.get("target"))
-            key = (str(r["claim"]), str(r.get("experiment")), str(r.get("target")), where)
+            key = (str(r["claim"]), str(r.get("experiment")), rerun_target(r), where)
             shares.setdefault(key, []).append(float(r["fast_share"]))
     return [f"{claim} on {where}: only {min(kept):.0%} of a comparison's values were in the fast state "
             f"(under {SLOW_HOUR:.0%}): measured in a slow hour, so its intervals are wider and its estimates "
@@ -243,7 +254,7 @@ def edge_lines(rows) -> list[str]:
         head = (f"{r['claim']} {comparison_label(r['comparison'])} on {where} reads “{r['verdict_label']}” "
                 + ("" if runs == 1 else f"over {runs} runs analysed together, ")
                 + f"near a decision edge (an interval {EDGE_FACTOR:g}x as wide or as narrow would read “{edge}”)")
-        rerun = f"claimlab run {r.get('experiment')} --target {r.get('target')}"
+        rerun = f"claimlab run {r.get('experiment')} --target {rerun_target(r)}"
         if runs == 1:
             lines.append(f"{head}, so one run does not settle it. Rerun it at other times ({rerun}) and analyse "
                          "four or more runs together, eight or more if the runs differ from each other (claimlab "

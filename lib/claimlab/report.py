@@ -40,7 +40,7 @@ SUMMARY = "00_summary.ipynb"
 # Not claims, linked from the index: notebook and the ablation it reads by default.
 INVESTIGATIONS = {"why_slower": ("05_why_slower.ipynb", "seed004_hunt_mysql")}
 INVESTIGATION_TITLES = {"05_why_slower": "why is MySQL 9.7's insert loop slower than with 5.7's values?"}
-# A claim report's own ablation, shown in it from its newest stored run (or said not run): C3's seed 004 toggles.
+# A claim report's own ablation, shown from its newest stored run (or said not run): C3's, Yangsh888's toggles.
 CLAIM_ABLATIONS = {"insert_57_vs_80": "seed004_toggles_mysql80"}
 NOTEBOOK_ONLY = "notebook-only"   # cell tag: shown in JupyterLab, left out of the HTML report
 PUBLISHED_RUNS = "published_runs.json"   # data/: the shipped runs the summary reads by default
@@ -310,15 +310,20 @@ def analyze_runs(run_ids: Iterable[str], data_root: Path | None = None, *, accep
         note = "" if state.get("verified", True) and state.get("status", "complete") == "complete" else \
             f"run {path.name} is {state.get('note')}"
         key = path.name if separately else claim_id
-        groups.setdefault(key, []).append((path, results, StopRule.of_manifest(read_manifest(path)), note))
+        manifest = read_manifest(path)
+        groups.setdefault(key, []).append((path, results, StopRule.of_manifest(manifest), note,
+                                           manifest.get("default_target")))
     out = []
     for runs in groups.values():
         claim = claims[str(runs[0][1]["claim"].iloc[0])]
         results = pd.concat([r for _, r, *_ in runs], ignore_index=True)
         names = " ".join(path.name for path, *_ in runs)
-        table = stats.analyze(results, claim, stop_rule={path.name: rule for path, _, rule, _ in runs}, **options)
-        notes = tuple(note for *_, note in runs if note) + _hardware_note([path for path, *_ in runs])
-        out.append(Analysis(names, runs[0][0], results, claim, table.assign(run_id=names),
+        table = stats.analyze(results, claim, stop_rule={path.name: rule for path, _, rule, *_ in runs}, **options)
+        notes = tuple(note for *_, note, _ in runs if note) + _hardware_note([path for path, *_ in runs])
+        # The target the runs were made with: a comparison whose levels start their own servers
+        # has a target like "mysql57+mysql80", which `claimlab run --target` does not take.
+        run_target = " ".join(sorted({str(t) for *_, t in runs if t}))
+        out.append(Analysis(names, runs[0][0], results, claim, table.assign(run_id=names, run_target=run_target),
                             notes, tuple(path for path, *_ in runs)))
     return out
 

@@ -81,6 +81,20 @@ def test_a_single_runs_verdict_near_an_edge_says_how_runs_together_settle_it():
     assert cards.edge_lines([_row(**{**near, "verdict": "not_tested"})]) == []
 
 
+def test_a_comparison_of_servers_started_by_its_levels_is_rerun_with_the_runs_target():
+    # C3's 8.0.40 vs 5.7.23 runs in the run on MySQL 9.7 (--target mysql), whose levels start the
+    # tarball servers; its rows' target "mysql57+mysql80" is no params file's (it printed that before)
+    near = _row(claim="C3", comparison="v80_vs_v57_insert", experiment="insert_57_vs_80",
+                target="mysql57+mysql80", run_target="mysql", edge_label="inconclusive", fast_share=0.1)
+    [line] = cards.edge_lines([near])
+    assert "(claimlab run insert_57_vs_80 --target mysql)" in line
+    [slow] = cards.slow_hour_lines([near])
+    assert "(claimlab run insert_57_vs_80 --target mysql)" in slow
+    # a row of one server keeps its own target; runs of several targets leave the combined one
+    assert cards.rerun_target(_row(target="mysql80", run_target="mysql")) == "mysql80"
+    assert cards.rerun_target(_row(target="mysql57+mysql80", run_target="mysql mysql80")) == "mysql57+mysql80"
+
+
 def test_runs_together_near_an_edge_say_how_many_more_runs_would_settle_it():
     near = dict(claim="C2", comparison="utf8mb4_general_vs_utf8mb3", experiment="collation_cost", kind="null",
                 verdict="supported", verdict_label="supported: no difference within ±5%", edge_label="inconclusive",
