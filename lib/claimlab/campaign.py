@@ -147,6 +147,9 @@ def stored(run_ids: list[str] | None, data_dir: Path | None = None,
             if experiment not in NOTEBOOKS:
                 raise ClaimlabError(f"--from-data: {run_id} is a run of {experiment!r}, which has no claim "
                                     f"report (the reports are of: {', '.join(NOTEBOOKS)})")
+            if experiment not in wanted:   # rendering it anyway would ignore --only without a word
+                raise ClaimlabError(f"--from-data: {run_id} is a run of {experiment!r}, which --only leaves "
+                                    f"out (--only {' '.join(sorted(wanted))}); name its runs or drop one of the two")
             runs.claims.setdefault(experiment, []).append(run_id)
     else:
         shipped = published_runs()

@@ -21,6 +21,10 @@ def test_from_data_alone_renders_the_published_runs_and_named_runs_go_by_experim
     c4, c1 = published["binlog_default"], published["charset_mismatch"]
     earlier = report.published_runs(file=report.EARLIER_RUNS)["charset_mismatch"]
     assert campaign.stored([*c4, *earlier, *c1]).claims == {"binlog_default": c4, "charset_mismatch": [*earlier, *c1]}
+    # named runs with --only: those it names render; another's run is refused, not silently rendered
+    assert campaign.stored(c4, experiments=["binlog_default"]).claims == {"binlog_default": c4}
+    with pytest.raises(ClaimlabError, match=f"{c1[0]} is a run of 'charset_mismatch', which --only leaves out"):
+        campaign.stored([*c4, c1[0]], experiments=["binlog_default"])
 
 
 def test_an_unknown_experiment_is_refused_before_anything_runs():
