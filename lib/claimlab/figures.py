@@ -330,7 +330,7 @@ def ladder(rungs: pd.DataFrame, title: str = "") -> plt.Figure:
 def gap_shares(table: pd.DataFrame, title: str = "") -> plt.Figure:
     """Where C3's gap goes (`gap.binlog_shares`): each share of a gap with its interval, on one
     axis from none of the gap to all of it, a dashed line at half (C4's "most of the gap") and
-    seed 004's own share as a cross. An unbounded interval is drawn as a grey band across the
+    Yangsh888's own share as a cross. An unbounded interval is drawn as a grey band across the
     axis, said in words: this run cannot tell the gap from none."""
     rows = table.reset_index(drop=True)
     ends = [v for v in (*rows["share"], *rows.loc[rows["bounded"], "share_lo"], *rows.loc[rows["bounded"], "share_hi"])
@@ -349,7 +349,7 @@ def gap_shares(table: pd.DataFrame, title: str = "") -> plt.Figure:
                     fontsize=9, color="#555555")
         if r.seed_share is not None and pd.notna(r.seed_share):
             ax.plot(r.seed_share, y, marker="X", color="#d95f02", markersize=9, linestyle="none",
-                    label="seed 004's own times" if y == rows.index[rows["seed_share"].notna()].min() else None)
+                    label="Yangsh888's own times" if y == rows.index[rows["seed_share"].notna()].min() else None)
         ax.text(1.01, y, r.most, transform=ax.get_yaxis_transform(), va="center", fontsize=9, color=colour)
     ax.axvline(MOST, color="#555555", linestyle="--", linewidth=1, label="half the gap (C4: \"most\")")
     for edge in (0.0, 1.0):

@@ -1,6 +1,6 @@
-"""Where C3's 5.7 -> 8.0 gap goes: the binary log's share of it, and seed 004's toggles one at a time.
+"""Where C3's 5.7 -> 8.0 gap goes: the binary log's share of it, and Yangsh888's toggles one at a time.
 
-Seed 004 (Yangsh888, WeChat, 2025-02-14; data/claims.yaml, C3 and C4) timed its insert loop at
+Yangsh888's post (WeChat, 2025-02-14; data/claims.yaml, C3 and C4) timed its insert loop at
 6.07 s on MySQL 5.7 and 20.06 s on 8.0; 8.0 took 7.03 s with skip-log-bin, 14.75 s with
 transaction_write_set_extraction=OFF and 19.87-20.32 s with each of five InnoDB and back_log
 settings at 5.7's value ("no effect"). C4 concludes that 8.0's binlog default explains most of
@@ -29,7 +29,7 @@ from .errors import DataError
 from .stats import equivalence_band
 
 FACTOR, WORKLOAD, METRIC = "server", "insert_loop", "elapsed_s"
-# Seed 004's times in seconds, as data/claims.yaml lists them (C3's published figures).
+# Yangsh888's times in seconds, as data/claims.yaml lists them (C3's published figures).
 SEED = {"5.7": 6.07, "8.0": 20.06, "skip-log-bin": 7.03, "transaction_write_set_extraction=OFF": 14.75,
         "five settings": (19.87, 20.32)}
 FIVE_SETTINGS = ("innodb_autoinc_lock_mode", "innodb_undo_log_truncate", "innodb_max_dirty_pages_pct",
@@ -39,7 +39,7 @@ MOST = 0.5         # C4's "most of the gap"
 
 
 def seed_share(seconds: float) -> float:
-    """The share of seed 004's 5.7 -> 8.0 gap (6.07 -> 20.06 s) that a setting taking 8.0 to
+    """The share of Yangsh888's 5.7 -> 8.0 gap (6.07 -> 20.06 s) that a setting taking 8.0 to
     `seconds` closes, on the log scale as the measured shares are."""
     return math.log(SEED["8.0"] / seconds) / math.log(SEED["8.0"] / SEED["5.7"])
 
@@ -57,7 +57,7 @@ class Gap:
 
 GAPS = (Gap("mysql80", "mysql57", "mysql80_skip_log_bin", "without the binary log (skip-log-bin)",
             seed_share(SEED["skip-log-bin"])),
-        Gap("defaults", "mysql57", "v57_values", "with 5.7's values (binary log off and seed 004's other settings)"))
+        Gap("defaults", "mysql57", "v57_values", "with 5.7's values (binary log off and Yangsh888's other settings)"))
 
 SHARES_INTRO = (
     "## Where the 5.7 → 8.0 gap goes\n\n"
@@ -67,11 +67,11 @@ SHARES_INTRO = (
     "ratios come from the same blocks, paired round by round; the 95% interval is Fieller's (`stats.level_share`), "
     "unbounded when the run cannot tell the gap itself from none. C4 says the binlog explains *most* of the gap: "
     f"supported when the whole interval lies above {MOST:.0%}. The run has no 9.7.4 without its binary log, so "
-    "for 9.7.4 the part removed is 5.7's values (binary log off and seed 004's other settings).")
+    "for 9.7.4 the part removed is 5.7's values (binary log off and Yangsh888's other settings).")
 
 TOGGLES_INTRO = (
-    "## Seed 004's toggles, one at a time\n\n"
-    "Seed 004 set each of these to 5.7's value on 8.0, one at a time: five changed nothing, "
+    "## Yangsh888's toggles, one at a time\n\n"
+    "Yangsh888 set each of these to 5.7's value on 8.0, one at a time: five changed nothing, "
     "transaction_write_set_extraction=OFF took its loop from 20.06 to 14.75 s, skip-log-bin to 7.03 s. The "
     "ablation `seed004_toggles_mysql80` does the same on 8.0.40: each setting alone against 8.0.40's defaults, "
     "all of them conditions of one run on fresh server processes (`claimlab ablate`). A ratio is the loop's time "
@@ -131,7 +131,7 @@ def shares_html(table: pd.DataFrame) -> str:
         "how much faster [95%]": [wording.interval(r["closed"], r["closed_lo"], r["closed_hi"])
                                   for _, r in table.iterrows()],
         "share of the gap [95%]": [share_words(r) for _, r in table.iterrows()],
-        "seed 004's share": [wording.whole_percent(s) if s is not None and pd.notna(s) else "—"
+        "Yangsh888's share": [wording.whole_percent(s) if s is not None and pd.notna(s) else "—"
                              for s in table["seed_share"]],
         "most of the gap (C4)": table["most"],
         "blocks": table["n_blocks"]})
@@ -141,7 +141,7 @@ def shares_html(table: pd.DataFrame) -> str:
 
 
 def shares_markdown(table: pd.DataFrame, verdicts: pd.DataFrame | None = None) -> str:
-    """What the shares say, a line per run and gap, then the verdict card against seed 004's
+    """What the shares say, a line per run and gap, then the verdict card against Yangsh888's
     1.15 (8.0 with skip-log-bin over 5.7) where the verdict table has it."""
     lines = []
     for _, r in table.iterrows():
@@ -153,7 +153,7 @@ def shares_markdown(table: pd.DataFrame, verdicts: pd.DataFrame | None = None) -
         if seed is not None and pd.notna(seed):
             where = ("inside the interval" if not r["bounded"] or r["share_lo"] <= seed <= r["share_hi"] else
                      "above the interval" if seed > r["share_hi"] else "below the interval")
-            against = f" Seed 004's own times give {wording.whole_percent(seed)}: {where}."
+            against = f" Yangsh888's own times give {wording.whole_percent(seed)}: {where}."
         lines.append(
             f"- **{r['slow']} against {r['fast']}** (run `{r['run_id']}`): {r['slow']} takes "
             f"{wording.number(r['gap'])}× {r['fast']}'s time; {r['change']} it is {wording.number(r['closed'])}× "
@@ -163,7 +163,7 @@ def shares_markdown(table: pd.DataFrame, verdicts: pd.DataFrame | None = None) -
     if verdicts is not None and len(verdicts):
         skip = verdicts[verdicts["comparison"] == "v80_skiplogbin_vs_v57_insert"]
         for _, v in skip[skip["verdict"] != "not_tested"].iterrows():
-            lines.append(f"- Seed 004: skip-log-bin brings 8.0 to 1.15× 5.7's time. Here "
+            lines.append(f"- Yangsh888's post: skip-log-bin brings 8.0 to 1.15× 5.7's time. Here "
                          f"{wording.interval(v['estimate'], v['ci_low'], v['ci_high'])}: **{v['verdict_label']}** "
                          "(its card above).")
     return "\n".join(lines)
@@ -187,7 +187,7 @@ def not_run_markdown(name: str) -> str:
 
 
 def _seed(option: str) -> tuple[str, float | tuple[float, float] | None]:
-    """What seed 004 saw when it set `option` alone on 8.0, and the ratio that is."""
+    """What Yangsh888 saw when it set `option` alone on 8.0, and the ratio that is."""
     if option == "log_bin":
         return f"{SEED['8.0']:g} → {SEED['skip-log-bin']:g} s", SEED["skip-log-bin"] / SEED["8.0"]
     if option == "transaction_write_set_extraction":
@@ -208,13 +208,13 @@ def against_seed(seed: float | tuple[float, float] | None, low: float, high: flo
     if isinstance(seed, tuple):
         band_low, band_high = equivalence_band(NO_EFFECT)
         if band_low <= low and high <= band_high:
-            return f"no effect within ±{NO_EFFECT:.0%}, as seed 004 found"
+            return f"no effect within ±{NO_EFFECT:.0%}, as Yangsh888 found"
         if low > band_high or high < band_low:
-            return "an effect seed 004 did not see"
+            return "an effect Yangsh888 did not see"
         return f"cannot say at ±{NO_EFFECT:.0%}"
     if low <= seed <= high:
-        return "as seed 004 found"
-    return "a smaller effect than seed 004's" if low > seed else "a larger effect than seed 004's"
+        return "as Yangsh888 found"
+    return "a smaller effect than Yangsh888's" if low > seed else "a larger effect than Yangsh888's"
 
 
 def toggles_of_run(run_dir: Path, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -272,9 +272,9 @@ def toggles_html(table: pd.DataFrame) -> str:
         "ratio alone [95%]": [wording.interval(r.ratio, r.ratio_lo, r.ratio_hi) for r in table.itertuples()],
         "share of this run's gap [95%]": [wording.interval(r.share, r.share_lo, r.share_hi, wording.whole_percent)
                                           if r.alone else "100%: the gap itself" for r in table.itertuples()],
-        "seed 004 on 8.0": table["seed"], "seed's ratio": [seed_ratio(v) for v in table["seed_ratio"]],
-        "seed's share of its 5.7 → 8.0 gap": table["seed_share"],
-        "against seed 004": table["against_seed"]})
+        "Yangsh888 on 8.0": table["seed"], "Yangsh888's ratio": [seed_ratio(v) for v in table["seed_ratio"]],
+        "Yangsh888's share of the 5.7 → 8.0 gap": table["seed_share"],
+        "against Yangsh888": table["against_seed"]})
     return wording.table_html(shown)
 
 

@@ -1,6 +1,6 @@
 """Server variables that move benchmark results, and the diff of two servers' effective settings.
 
-Seed 004 found the binlog by diffing two servers' defaults and toggling them one at a time; the
+Yangsh888 found the binlog by diffing two servers' defaults and toggling them one at a time; the
 first step is knowing which of several hundred variables can matter. `CURATED` names them, each
 with why, so a diff flags what deserves an ablation and stays quiet about the rest. The values
 compared are the servers' own (`ServerFacts`, read back after start), never the option files.

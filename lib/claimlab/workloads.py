@@ -139,7 +139,7 @@ def _insert_batches(cur, table: str, rows: list[str], batch: int = 1000) -> None
 
 @dataclass(frozen=True)
 class ProcInsertLoop(Workload):
-    """C3/C4, seed 004: a stored procedure inserting (i, i, i) one autocommit statement at a time."""
+    """C3/C4, Yangsh888's post: a stored procedure inserting (i, i, i) one autocommit statement at a time."""
 
     kind: ClassVar[str] = "proc_insert_loop"
     load_fields: ClassVar[tuple[str, ...]] = ()
@@ -190,7 +190,7 @@ class VarcharScan(Workload):
 
 @dataclass(frozen=True)
 class BulkInsert(Workload):
-    """C3, seed 002: single-connection multi-row INSERTs of `batch` rows each, `rows` in total."""
+    """C3, Bin Wang's DZone article: single-connection multi-row INSERTs of `batch` rows each, `rows` in total."""
 
     kind: ClassVar[str] = "bulk_insert"
     rows: int = 10_000
@@ -215,7 +215,7 @@ class BulkInsert(Workload):
 
 @dataclass(frozen=True)
 class Join(Workload):
-    """C3, seed 002: a single-connection join, one primary-key lookup per outer row."""
+    """C3, Bin Wang's DZone article: a single-connection join, one primary-key lookup per outer row."""
 
     kind: ClassVar[str] = "join"
     load_fields: ClassVar[tuple[str, ...]] = ("rows",)

@@ -30,7 +30,7 @@ def test_57_starts_with_its_own_defaults(mirror_launcher, mysql57):
 
 
 def test_80_logs_by_default_and_only_skip_log_bin_turns_it_off(mirror_launcher, mysql80):
-    """Seed 004: in 8.0 `log_bin=OFF` or `log_bin=0` in an option file leaves the binlog on (the
+    """Yangsh888's post: in 8.0 `log_bin=OFF` or `log_bin=0` in an option file leaves the binlog on (the
     value becomes the binlog's base name); `skip-log-bin` turns it off."""
     with mirror_launcher.prepare(mysql80, ServerOptions()).start() as srv:
         facts = srv.facts()

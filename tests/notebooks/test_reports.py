@@ -19,7 +19,7 @@ from claimlab.store import find_run, list_runs, read_jsonl, read_manifest, read_
 from conftest import OVERFLOW_JS, ROOT, copy_run, frozen, module_scratch, notebook_errors
 
 TOGGLES_STAND_IN = """
-description: Two of seed 004's toggles on MariaDB, standing in for the 8.0.40 ablation in the smoke report.
+description: Two of Yangsh888's toggles on MariaDB, standing in for the 8.0.40 ablation in the smoke report.
 targets: {mariadb: {kind: mariadb, options: {innodb_buffer_pool_size: 64M}}}
 workloads: {insert_loop: {kind: proc_insert_loop, rows: 50}}
 slow: {log_bin: true, sync_binlog: 1}
@@ -119,7 +119,7 @@ def _shown(notebook: Path) -> str:
 
 def test_c3_report_shows_where_the_gap_goes_and_each_toggle_alone(built):
     """The binlog's share of the 5.7 -> 8.0 gap wherever C3's run holds 5.7.23, 8.0.40 and 8.0.40
-    without its binlog (a mirror served them), and seed 004's toggles from the ablation run the
+    without its binlog (a mirror served them), and Yangsh888's toggles from the ablation run the
     render phase handed over, the seed's figures beside; no other claim shows either."""
     base, _ = built
     shown = _shown(base / "reports" / f"{report.NOTEBOOKS['insert_57_vs_80']}.ipynb")
@@ -133,7 +133,7 @@ def test_c3_report_shows_where_the_gap_goes_and_each_toggle_alone(built):
         assert re.search(r"<td>MySQL 8\.0\.40 / MySQL 5\.7\.23: [\d.,]+ \[[\d.,]+, [\d.,]+\]</td>", shown)
         assert "Most of the gap (C4): **" in shown
         assert (base / "figures" / "C3" / "gap_shares.png").stat().st_size > 1000
-    shown, toggles = shown.split("## Seed 004's toggles, one at a time")
+    shown, toggles = shown.split("## Yangsh888's toggles, one at a time")
     assert "Not run." not in toggles
     (made,) = [r for r in list_runs(base / "raw") if r["experiment"] == report.CLAIM_ABLATIONS["insert_57_vs_80"]]
     assert f"**Run** `{made['run_id']}` on MariaDB" in toggles
@@ -141,7 +141,7 @@ def test_c3_report_shows_where_the_gap_goes_and_each_toggle_alone(built):
     assert "<td>sync_binlog = the server default</td>" in toggles and "<td>100%: the gap itself</td>" in toggles
     assert len(re.findall(r"<td>-?\d+% \[-?\d+%, -?\d+%\]</td>", toggles)) == 2   # each toggle's share
     other = _shown(base / "reports" / f"{report.NOTEBOOKS['binlog_default']}.ipynb")
-    assert "Seed 004's toggles" not in other and "Where the 5.7" not in other
+    assert "Yangsh888's toggles" not in other and "Where the 5.7" not in other
 
 
 def test_index_lists_every_claim_and_links_reports(built):

@@ -1,5 +1,5 @@
 """Where C3's 5.7 -> 8.0 gap goes, on simulated runs with known shares: the binary log's share
-with Fieller's interval and C4's verdict, its figure, seed 004's toggles beside its own figures,
+with Fieller's interval and C4's verdict, its figure, Yangsh888's toggles beside its own figures,
 and the ablation run the render phase hands a claim report."""
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ def _c3_run(times: dict[str, float], *, seed: int, n_runs: int = 1, n_blocks: in
     return results.assign(server_version=results["server"].map(VERSIONS))
 
 
-# Seed 004's own times (6.07, 20.06, 7.03 s) as the 5.7.23, 8.0.40 and skip-log-bin levels' ratios
+# Yangsh888's own times (6.07, 20.06, 7.03 s) as the 5.7.23, 8.0.40 and skip-log-bin levels' ratios
 SEED_LIKE = {"mysql57": 1.0, "mysql80": 20.06 / 6.07, "mysql80_skip_log_bin": 7.03 / 6.07, "defaults": 2.8,
              "v57_values": 1.05}
 
@@ -57,7 +57,7 @@ def test_the_binlogs_share_of_a_simulated_run_covers_the_true_share_and_supports
                                 stats.block_log_ratios(side["mysql80_skip_log_bin"], side["mysql80"], []))
     assert binlog["share"] == pytest.approx(direct.estimate) and binlog["share_lo"] == pytest.approx(direct.low)
     words = gap.shares_markdown(table)
-    assert f"Seed 004's own times give {binlog['seed_share']:.0%}: inside the interval" in words
+    assert f"Yangsh888's own times give {binlog['seed_share']:.0%}: inside the interval" in words
     assert "Most of the gap (C4): **supported**" in words
     page = gap.shares_html(table)
     assert "MySQL 8.0.40 without the binary log (skip-log-bin)" in page and "run</th>" not in page
@@ -132,24 +132,24 @@ def test_each_toggle_alone_stands_beside_the_seeds_figure():
                                  "innodb_max_dirty_pages_pct = 75", "back_log = 80",
                                  "transaction_write_set_extraction = OFF", "skip-log-bin"]
     skip, write_set = table.loc["skip-log-bin"], table.loc["transaction_write_set_extraction = OFF"]
-    assert skip["ratio_lo"] < 0.35 < skip["ratio_hi"] and skip["against_seed"] == "as seed 004 found"
+    assert skip["ratio_lo"] < 0.35 < skip["ratio_hi"] and skip["against_seed"] == "as Yangsh888 found"
     assert skip["share"] == pytest.approx(math.log(0.35) / math.log(0.35 * 0.735), abs=0.01)
     assert skip["share_lo"] < skip["share"] < skip["share_hi"] < skip["share_lo"] + 0.05
     assert skip["seed"] == "20.06 → 7.03 s" and skip["seed_share"] == "88%"
     assert write_set["seed"] == "20.06 → 14.75 s" and write_set["seed_share"] == "26%"
-    assert write_set["against_seed"] == "as seed 004 found"
+    assert write_set["against_seed"] == "as Yangsh888 found"
     assert table.loc["back_log = 80", "seed"] == "no effect (19.87–20.32 s)"
-    assert table.loc["back_log = 80", "against_seed"] == "no effect within ±5%, as seed 004 found"
+    assert table.loc["back_log = 80", "against_seed"] == "no effect within ±5%, as Yangsh888 found"
     page = gap.toggles_html(table.reset_index())
     assert "100%: the gap itself" in page and "88%" in page and "-1% to 1%" in page
     assert "Largest share alone: **skip-log-bin**" in gap.toggles_markdown(table.reset_index(), attribution)
 
 
 def test_a_toggle_is_read_against_the_seed_on_both_sides():
-    assert gap.against_seed(0.735, 0.95, 1.02) == "a smaller effect than seed 004's"
-    assert gap.against_seed(0.735, 0.5, 0.6) == "a larger effect than seed 004's"
+    assert gap.against_seed(0.735, 0.95, 1.02) == "a smaller effect than Yangsh888's"
+    assert gap.against_seed(0.735, 0.5, 0.6) == "a larger effect than Yangsh888's"
     five = gap._seed("back_log")[1]
-    assert gap.against_seed(five, 0.90, 0.94) == "an effect seed 004 did not see"
+    assert gap.against_seed(five, 0.90, 0.94) == "an effect Yangsh888 did not see"
     assert gap.against_seed(five, 0.93, 1.01) == "cannot say at ±5%"
     assert gap.against_seed(None, 0.9, 1.1) == "—"
 

@@ -100,7 +100,7 @@ def test_conditions_on_servers_not_here_are_listed_not_fatal(tmp_path, monkeypat
 
 
 def test_a_quick_build_reads_the_shipped_investigation_where_one_is_stored(tmp_path, frozen_checkout, monkeypatch):
-    """make report re-analyses the shipped seed 004 hunt instead of running it (minutes); a data
+    """make report re-analyses the shipped hunt of Yangsh888's toggles instead of running it (minutes); a data
     directory without one gets a fresh smoke run."""
     notebook, ablation_name = report.INVESTIGATIONS["why_slower"]
     assert (ROOT / "notebooks" / notebook).is_file()

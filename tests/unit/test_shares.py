@@ -38,7 +38,7 @@ def test_a_gap_the_run_cannot_tell_from_zero_gives_no_bounds():
 
 
 def test_the_binlogs_share_from_two_block_tables():
-    """Seed 004's own times: 5.7 6.07 s, 8.0 20.06 s, 8.0 with skip-log-bin 7.03 s; the binlog's
+    """Yangsh888's own times: 5.7 6.07 s, 8.0 20.06 s, 8.0 with skip-log-bin 7.03 s; the binlog's
     share of the log gap is log(20.06 / 7.03) / log(20.06 / 6.07) = 0.877. Blocks present in one
     table only are left out."""
     rng = np.random.default_rng(3)
