@@ -84,7 +84,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--run", nargs="+", default=None, help="stored run ids to report on (no server)")
     ap.add_argument("--profile", default="quick", choices=params.PROFILES)
-    ap.add_argument("--data", type=Path, help="where runs are stored (default data/raw)")
+    ap.add_argument("--data", type=Path, help="where runs are read (default: runs/, then data/raw) and written (runs/)")
     ap.add_argument("--target", help="run on this target (default: the params file's)")
     args = ap.parse_args(argv)
     if args.run:

@@ -100,7 +100,7 @@ def main(argv=None) -> int:
     ap.add_argument("--profile", default="quick", choices=params.PROFILES)
     ap.add_argument("--experiment", nargs="*", help="params names (default: every claim's)")
     ap.add_argument("--target", nargs="*", default=["mariadb", "mysql"], help="targets to run on")
-    ap.add_argument("--data", type=Path, help="where runs are stored (default runs/)")
+    ap.add_argument("--data", type=Path, help="where runs are read (default: runs/, then data/raw) and written (runs/)")
     ap.add_argument("--out", type=Path, help="also write the table as CSV")
     ap.add_argument("--normal-only", action="store_true",
                     help="analyse only the measurements the speed witness did not flag")

@@ -17,7 +17,7 @@ def add_parser(sub) -> None:
                                     "switched to the fast value alone and cumulatively, interleaved and "
                                     "repeated; prints each option's share of the gap with its interval.")
     ab.add_argument("ablation", help="ablation name in params/ablation/ or a path")
-    ab.add_argument("--profile", default="quick", choices=params_mod.PROFILES, help="smoke | quick | full")
+    ab.add_argument("--profile", default="quick", choices=params_mod.PROFILES, help="smoke, quick (default) or full")
     ab.add_argument("--data", type=Path, metavar="DIR", help="where new runs go (default runs/)")
     ab.add_argument("--work", type=Path, metavar="DIR", help="scratch space (default work/)")
     ab.add_argument("--table", type=Path, metavar="CSV", help="write the attribution table here")

@@ -26,7 +26,8 @@ def add_parser(sub) -> None:
                                    "comparison and server; runs of one claim are analysed together, runs "
                                    "as the top level, with their between-run spread; --table writes the "
                                    "tidy table as CSV.")
-    a.add_argument("run_ids", nargs="+", metavar="RUN_ID")
+    a.add_argument("run_ids", nargs="+", metavar="RUN_ID",
+                   help="stored runs, by id or directory (`claimlab runs` lists them)")
     a.add_argument("--data", type=Path, metavar="DIR", help=READ_HELP)
     a.add_argument("--format", choices=FORMATS, default="table",
                    help="table: aligned, for reading (default); csv or json: one record per comparison "

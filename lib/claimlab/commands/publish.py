@@ -14,7 +14,7 @@ def add_parser(sub) -> None:
                         description="Copy each complete, verified run from runs/ into data/raw/<experiment>/ "
                                     "with its large tables stored as zstd Parquet (read back and compared "
                                     "before the CSV goes); a run already in data/raw is packed in place.")
-    pb.add_argument("run_ids", nargs="+", metavar="RUN_ID")
+    pb.add_argument("run_ids", nargs="+", metavar="RUN_ID", help="runs to ship (`claimlab runs` lists them)")
     pb.add_argument("--data", type=Path, metavar="DIR", help=READ_HELP)
     pb.add_argument("--mark-published", action="store_true",
                     help="also list each run in data/published_runs.json (the runs the reports read)")

@@ -19,7 +19,7 @@ def add_parser(sub) -> None:
                                      "those runs with papermill and render single-file HTML and "
                                      "reports/index.html.")
     rep.add_argument("--profile", default="quick", choices=params_mod.PROFILES,
-                     help="profile for the runs (default quick)")
+                     help="profile for the runs (default quick; none with --from-data)")
     rep.add_argument("--from-data", nargs="*", metavar="RUN_ID",
                      help="render stored runs (none named: the published runs); no server is started")
     rep.add_argument("--only", nargs="+", metavar="EXPERIMENT", help="only these experiments")

@@ -20,7 +20,8 @@ def add_parser(sub) -> None:
     r.add_argument("--profile", default="quick", choices=params_mod.PROFILES,
                    help="smoke: seconds, for tests; quick: minutes (default); full: publication-sized")
     r.add_argument("--resume", metavar="RUN_ID", help="continue an interrupted run without "
-                                                      "repeating finished measurements")
+                                                      "repeating finished measurements (with --scheduler: "
+                                                      "the SESSION id it printed at its start)")
     r.add_argument("--data", type=Path, metavar="DIR", help="where new runs go (default runs/)")
     r.add_argument("--work", type=Path, metavar="DIR", help="scratch space for server data "
                                                             "directories (default work/)")
