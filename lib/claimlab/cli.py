@@ -66,7 +66,13 @@ def _check_writable(args, command) -> None:
     names = ("work", "out", "figures") + (("data",) if writes_data else ())
     dirs = [(f"--{name}", getattr(args, name)) for name in names if getattr(args, name, None) is not None]
     if getattr(args, "table", None) is not None:
+        if args.table.is_dir():
+            raise ClaimlabError(f"--table {args.table}: is a directory; name the CSV file to write")
         dirs.append(("--table", args.table.parent))
+    if getattr(args, "work", None) is not None:
+        from .runner import check_scratch
+        from .store import runs_root
+        check_scratch(args.work.absolute(), getattr(args, "data", None) or runs_root())
     for option, path in dirs:
         existing = path
         while not existing.exists():

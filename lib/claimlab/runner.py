@@ -48,7 +48,7 @@ from .servers import (
     stop_all,
 )
 from .servers.reaper import mark
-from .store import find_run, load_manifest, project_root, run_state, runs_root
+from .store import find_run, load_manifest, project_root, run_roots, run_state, runs_root
 from .units import Context, Phases, draw_ahead, run_unit
 from .writer import RunStore, lock_writer, unwritten
 
@@ -132,6 +132,7 @@ def run(exp: Experiment, *, data_root: Path | None = None, work_root: Path | Non
     design = exp.design
     k = design.starts_per_block
     work_root = (work_root or project_root() / "work").absolute()
+    check_scratch(work_root, data_root)
 
     writer = store = None
     if resume:
@@ -308,6 +309,17 @@ def _drop_external_schemas(exp: Experiment, conds: list[Condition], store: RunSt
                 server.drop_schema(schema)
             except ClaimlabError as exc:
                 store.event("cleanup_failed", target=name, schema=schema, reason=str(exc))
+
+
+def check_scratch(work_root: Path, data_root: Path) -> None:
+    """Refuse a scratch root that overlaps a run store. A run's scratch, work_root/<run id>, is
+    removed when it ends and by the reaper after a crash: with --work runs/<experiment> it was the
+    run's own directory, and every measurement went with it."""
+    work = work_root.resolve()
+    for store in dict.fromkeys(p.resolve() for p in (data_root, *run_roots())):
+        if work == store or store in work.parents or work in store.parents:
+            raise ClaimlabError(f"--work {work_root}: overlaps the run store {store}; give a scratch "
+                                "directory apart from stored runs (default: work/ of the checkout)")
 
 
 def cleanup_work(work: Path) -> None:

@@ -14,7 +14,7 @@ import sys
 import pandas as pd
 import pytest
 
-from claimlab import cards, cli, records, report, store, writer
+from claimlab import cards, cli, records, report, runner, store, writer
 from claimlab import params as params_mod
 from claimlab.commands import analyze as analyze_cmd
 from claimlab.errors import ClaimlabError
@@ -106,18 +106,42 @@ def test_a_directory_a_command_writes_to_is_checked_before_anything_starts(tmp_p
              ("report", "--out", "a_file/r"): "--out {0}/a_file/r: {0}/a_file is not a directory",
              ("report", "--figures", "/proc/claimlab"): "--figures /proc/claimlab: cannot write in /proc "
                                                         "(No such file or directory)",
-             ("analyze", "X", "--table", "a_file/t.csv"): "--table {0}/a_file: {0}/a_file is not a directory"}
+             ("analyze", "X", "--table", "a_file/t.csv"): "--table {0}/a_file: {0}/a_file is not a directory",
+             ("analyze", "X", "--table", "/tmp"): "--table /tmp: is a directory; name the CSV file to write",
+             # scratch is removed when a run ends: inside the store it was the run's own directory
+             ("prepare", "collation_cost", "--work", str(ROOT / "runs")):
+                 f"--work {ROOT / 'runs'}: overlaps the run store {ROOT / 'runs'}; give a scratch directory "
+                 "apart from stored runs (default: work/ of the checkout)"}
     for argv, message in cases.items():
         argv = [str(tmp_path / a) if a.startswith("a_file") else a for a in argv]
         assert cli.main(argv) == 1, argv
         assert capsys.readouterr().err.strip().splitlines() == [f"claimlab: error: {message.format(tmp_path)}"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a_file"]   # nothing made, nothing left
+    # a table in a folder yet to be made is written there
+    assert cli.main(["analyze", SHIPPED_C1, "--table", str(tmp_path / "new" / "t.csv")]) == 0
+    assert (tmp_path / "new" / "t.csv").stat().st_size > 0
     # --data that is only read (a reviewer's copy of the runs) is not asked to be writable
     assert cli.main(["analyze", SHIPPED_C1, "--data", "/proc/claimlab"]) == 1
     assert "no run" in capsys.readouterr().err
     assert cli.main(["report", "--from-data", SHIPPED_C1, "--data", "/proc/claimlab", "--out",
                      str(tmp_path / "r")]) == 1
     assert capsys.readouterr().err.startswith(f"claimlab: error: no run '{SHIPPED_C1}' under /proc/claimlab")
+
+
+def test_a_scratch_directory_inside_the_run_store_is_refused_before_anything_runs(tmp_path, capsys):
+    # Before: the run measured to its end, then its scratch (--work/<run id>) was removed, and with
+    # it the run's own directory, runs/<experiment>/<run id>: every measurement lost.
+    for work in ("raw/collation_cost", "raw", "."):
+        code = cli.main(["run", "collation_cost", "--profile", "smoke", "--data", str(tmp_path / "raw"),
+                         "--work", str(tmp_path / work)])
+        assert code == 1 and capsys.readouterr().err.strip().splitlines() == [
+            f"claimlab: error: --work {tmp_path / work}: overlaps the run store {tmp_path / 'raw'}; give a "
+            "scratch directory apart from stored runs (default: work/ of the checkout)"]
+    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(ClaimlabError, match="overlaps the run store"):   # the runner's own check
+        runner.run(params_mod.load(params_mod.find("collation_cost", ROOT / "params"), "smoke"),
+                   data_root=tmp_path / "raw", work_root=tmp_path / "raw" / "collation_cost", progress=False)
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_analyze_says_how_to_settle_a_verdict_near_an_edge(capsys, tmp_path):

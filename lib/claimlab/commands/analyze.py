@@ -56,6 +56,7 @@ def main(args) -> int:
                 print(line, file=sys.stderr)
         _write_records(pd.concat([_records(a.table) for a in analyses], ignore_index=True), args.format)
     if args.table:
+        args.table.parent.mkdir(parents=True, exist_ok=True)   # checked writable before the analysis
         pd.concat([a.table for a in analyses]).to_csv(args.table, index=False)
         print(f"table written to {args.table}", file=sys.stderr if args.format != "table" else sys.stdout)
     return 0
