@@ -1,6 +1,7 @@
 """Params files: every shipped file loads, and malformed ones fail naming the file and field."""
 
 import dataclasses
+import re
 
 import pytest
 
@@ -267,6 +268,27 @@ def test_targets_build_the_records_the_servers_use(write_params):
         innodb_buffer_pool_size="134217728", extra=(("max_connections", "50"), ("performance_schema", "ON")))
     assert (ext.kind, ext.user, ext.socket, ext.password_env, ext.host) == (
         "external", "root", "/run/mysqld/mysqld.sock", "MY_PW", None)
+
+
+def test_options_claimlab_sets_for_every_server_are_refused_in_extra(write_params):
+    # Before: `extra: {datadir: ...}` came last in the option file and won; the run started a server
+    # on a directory claimlab did not own and changed its accounts, then said "complete".
+    for extra, message in [
+        ("{datadir: /srv/mysql}", "extra.datadir: set by claimlab"),
+        ("{skip-networking: 'OFF'}", "extra.skip-networking: set by claimlab"),
+        ("{loose-skip-grant-tables: 1}", "extra.loose-skip-grant-tables: set by claimlab"),
+        ("{bind-address: 0.0.0.0}", "extra.bind-address: set by claimlab"),
+        ("{innodb_data_file_path: '../ibdata1:12M'}", "is a path outside the server's own directory"),
+        ("{log-bin: /var/log/mysql/bin}", "is a path outside the server's own directory"),
+    ]:
+        path = write_params(MINIMAL.replace("default: {kind: mariadb}",
+                                            f"default: {{kind: mariadb, options: {{extra: {extra}}}}}"))
+        with pytest.raises(ConfigError, match=re.escape(message)):
+            params.load(path)
+    # what an experiment varies stays allowed, whatever its spelling
+    assert ServerOptions(extra=(("back_log", "80"), ("loose-innodb-undo-log-truncate", "OFF"))).extra
+    with pytest.raises(ValueError, match="extra.socket: set by claimlab"):   # the record, as `diff --set` builds it
+        ServerOptions(extra=(("socket", "/tmp/s"),))
 
 
 def test_anchors_within_bounds_are_allowed(write_params):

@@ -15,6 +15,19 @@ INIT_TIMEOUT_S = 300.0
 _IDENT = re.compile(r"[A-Za-z0-9_]+\Z")
 _OPTION_NAME = re.compile(r"[a-z][a-z0-9_\-]*\Z")
 _SIZE = re.compile(r"[0-9]+[KMGkmg]?\Z")
+# Where a server's files go and how it is reached are claimlab's: each server gets its own data
+# directory, socket and files, and nothing else. An `extra` option naming one of these came last in
+# the option file and won: `datadir` pointed a server (which then changed accounts) at a directory
+# claimlab does not own. Names are compared with '-' as '_' and without loose-/skip-/enable-/disable-.
+MANAGED_OPTIONS = frozenset({
+    "datadir", "socket", "port", "bind_address", "networking", "name_resolve", "log_error", "pid_file",
+    "tmpdir", "basedir", "user", "secure_file_priv", "plugin_dir", "lc_messages_dir", "character_sets_dir",
+    "init_file", "grant_tables", "mysqlx", "mysqlx_port", "mysqlx_socket", "mysqlx_bind_address",
+    "admin_address", "admin_port", "innodb_data_home_dir", "innodb_log_group_home_dir",
+    "innodb_undo_directory", "innodb_temp_tablespaces_dir", "innodb_tmpdir", "defaults_file",
+    "defaults_extra_file", "defaults_group_suffix", "general_log_file", "slow_query_log_file",
+    "log_bin_basename", "log_bin_index", "relay_log", "relay_log_index", "relay_log_info_file"})
+_OPTION_PREFIXES = ("loose_", "skip_", "enable_", "disable_")
 
 
 
@@ -52,6 +65,12 @@ class ServerOptions:
                 raise ValueError(f"extra: {key!r} is not an option name")
             if any(c in value for c in "\n\r\0"):
                 raise ValueError(f"extra.{key}: the value may not contain line breaks")
+            if managed_option(key):
+                raise ValueError(f"extra.{key}: set by claimlab (each server gets its own data directory, "
+                                 "socket and files); leave it out")
+            if value.startswith(("/", "~")) or "../" in value:
+                raise ValueError(f"extra.{key}: {value[:60]!r} is a path outside the server's own "
+                                 "directory; claimlab places a server's files")
 
     def merged(self, other: "ServerOptions") -> "ServerOptions":
         """Other's settings win where it sets them; extra options are merged by name."""
@@ -115,3 +134,11 @@ class TargetSpec:
         if self.options != ServerOptions():
             out["options"] = self.options.as_dict()
         return out
+
+
+def managed_option(name: str) -> bool:
+    """Whether an option name (any spelling) is one claimlab sets for every server it starts."""
+    name = name.lower().replace("-", "_")
+    while name.startswith(_OPTION_PREFIXES):
+        name = name.split("_", 1)[1]
+    return name in MANAGED_OPTIONS
