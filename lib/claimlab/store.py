@@ -129,7 +129,7 @@ class RunState:
             return "unfinished (still running or crashed): no checksums, unverified"
         if self.status != "complete":
             return f"{self.status}: incomplete data" + ("" if self.verified else ", unverified")
-        return "complete, verified"
+        return "complete, verified" if self.verified else "complete, unverified (no checksums)"
 
 
 def run_state(path: str | os.PathLike) -> RunState:
@@ -211,6 +211,10 @@ def _verified(path: str | os.PathLike, accept_modified: bool) -> RunState:
     if state.changed and not accept_modified:
         raise DataError(f"{path}: {', '.join(state.changed)} changed after the run (checksum mismatch); "
                         "pass --accept-modified to analyse it anyway")
+    if not state.verified and state.status != "running" and not accept_modified:
+        # every run that ends (complete, interrupted, failed) writes its checksums as it ends
+        raise DataError(f"{path}: the run ended ({state.status}) but its manifest holds no checksums, so "
+                        "its files cannot be verified; pass --accept-modified to analyse it anyway")
     return state
 
 

@@ -139,6 +139,23 @@ def test_unfinished_run_reads_as_unverified(store):
                                                           "note": "complete, verified"}
 
 
+def test_a_finished_run_without_checksums_is_refused_not_read_as_verified(store):
+    # Before: with its checksums removed from the manifest, an edited complete run read as
+    # "complete, verified" and its edited values gave another verdict.
+    store.append(_row(store))
+    store.finish("complete")
+    manifest = read_manifest(store.path)
+    for checksums in ({}, None):
+        edited = {k: v for k, v in manifest.items() if k != "checksums"}
+        if checksums is not None:
+            edited["checksums"] = checksums
+        (store.path / "manifest.json").write_text(json.dumps(edited))
+        with pytest.raises(DataError, match="the run ended \\(complete\\) but its manifest holds no checksums"):
+            read_results(store.path)
+        said = read_results(store.path, accept_modified=True).attrs["run_state"]
+        assert said == {"status": "complete", "verified": False, "note": "complete, unverified (no checksums)"}
+
+
 def test_server_variables_are_inside_the_checksums(store):
     sha = store.record_server({"seq": 0, "attempt": 1}, {"log_bin": "ON"})
     store.finish("complete")
