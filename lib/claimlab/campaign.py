@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Iterable
 
 from . import params as params_mod
-from .errors import ClaimlabError, Interrupted
+from .errors import ClaimlabError, DataError, Interrupted
 from .report import CLAIM_ABLATIONS, INVESTIGATIONS, NOTEBOOKS, check_targets, per_target, published_runs
 from .store import list_runs, project_root
 
@@ -50,11 +50,7 @@ def plan(experiments: Iterable[str] | None, profile: str, targets: Iterable[str]
     are logged with the reason and left out; an unknown experiment or target is an error now,
     not after minutes of measuring."""
     root = project_root()
-    names = list(experiments or NOTEBOOKS)
-    unknown = [n for n in names if n not in NOTEBOOKS]
-    if unknown:
-        raise ClaimlabError(f"--only: no claim report for {', '.join(map(repr, unknown))}; "
-                            f"the experiments are: {', '.join(NOTEBOOKS)}")
+    names = _only(experiments)
     targets = list(targets)
     exps = {name: params_mod.load(params_mod.find(name, root / "params"), profile) for name in names}
     check_targets(exps, targets)
@@ -138,11 +134,12 @@ def stored(run_ids: list[str] | None, data_dir: Path | None = None,
     the named runs grouped by experiment, or the published runs of data/published_runs.json;
     investigations read their newest stored ablation run."""
     from .store import find_run, read_manifest
-    wanted = set(experiments or NOTEBOOKS)
+    wanted = set(_only(experiments))
     runs = Runs()
     if run_ids:
         for run_id in run_ids:
             path = find_run(run_id, data_dir)
+            _check_verified(path)
             experiment = read_manifest(path)["experiment"]
             if experiment not in NOTEBOOKS:
                 raise ClaimlabError(f"--from-data: {run_id} is a run of {experiment!r}, which has no claim "
@@ -154,11 +151,32 @@ def stored(run_ids: list[str] | None, data_dir: Path | None = None,
     else:
         shipped = published_runs()
         runs.claims = {name: ids for name, ids in shipped.items() if name in wanted}
+        for run_id in (i for ids in runs.claims.values() for i in ids):
+            _check_verified(find_run(run_id, data_dir))
     if experiments is None:
         runs.investigations = {name: _newest_ablation(ablation_name, data_dir)
                                for name, (_, ablation_name) in INVESTIGATIONS.items()}
     runs.ablations = _claim_ablations(runs.claims, data_dir)
     return runs
+
+
+def _only(experiments: Iterable[str] | None) -> list[str]:
+    names = list(experiments or NOTEBOOKS)
+    unknown = [n for n in names if n not in NOTEBOOKS]
+    if unknown:
+        raise ClaimlabError(f"--only: no claim report for {', '.join(map(repr, unknown))}; "
+                            f"the experiments are: {', '.join(NOTEBOOKS)}")
+    return names
+
+
+def _check_verified(path: Path) -> None:
+    """A run edited after it ended is refused before any notebook starts: inside one it was a
+    notebook's traceback, advising an option `report` does not have."""
+    from .store import run_state
+    state = run_state(path)
+    if state.changed or (not state.verified and state.status != "running"):
+        raise DataError(f"--from-data: {path}: {state.note}; the reports render verified runs only "
+                        f"(`claimlab analyze {path.name} --accept-modified` reads it)")
 
 
 def _claim_ablations(experiments: Iterable[str], data_dir: Path | None) -> dict[str, str | None]:

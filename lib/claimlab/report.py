@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import re
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor, wait
@@ -24,7 +25,7 @@ import pandas as pd
 from . import cards, method_text, page_style, wording
 from . import params as params_mod
 from .claims import Claim
-from .errors import ClaimlabError
+from .errors import ClaimlabError, DataError
 from .evidence import EVIDENCE_PATTERNS
 from .provenance import cpu_label
 from .store import project_root, read_manifest
@@ -81,7 +82,15 @@ def published_runs(root: Path | None = None, file: str = PUBLISHED_RUNS) -> dict
     """The shipped runs by experiment: one per server listed in data/published_runs.json (the
     newest session; `file=EARLIER_RUNS`: full runs of earlier sessions, kept for their spread)."""
     path = (root or project_root()) / "data" / file
-    listed = json.loads(path.read_text()) if path.exists() else {}
+    try:
+        listed = json.loads(path.read_text()) if path.exists() else {}
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise DataError(f"{path}: unreadable ({exc}); it maps each experiment to its run ids") from None
+    if not isinstance(listed, dict) or not all(
+            isinstance(ids, str) or isinstance(ids, list) and all(isinstance(i, str) for i in ids)
+            for ids in listed.values()):
+        raise DataError(f"{path}: expected {{experiment: [run id, ...]}}, e.g. "
+                        '{"binlog_default": ["20261127T210434Z-38a4da"]}')
     return {name: [ids] if isinstance(ids, str) else list(ids) for name, ids in listed.items()}
 
 
@@ -156,6 +165,11 @@ def execute(notebook: str, out_dir: Path, parameters: dict, root: Path, name: st
                 while not wait([executing], timeout=0.5).done:
                     pass
             executing.result()
+        except pm.PapermillExecutionError as exc:   # the executed notebook keeps the traceback
+            evalue = re.sub(r"\x1b\[[0-9;]*m", "", str(exc.evalue))
+            said = " | ".join(line.strip() for line in evalue.splitlines() if line.strip())
+            raise ClaimlabError(f"{output}: the notebook stopped at cell {exc.exec_count}: {exc.ename}: "
+                                f"{said} (its traceback is in that notebook)") from None
         finally:
             if km.has_kernel:
                 km.shutdown_kernel(now=True)

@@ -257,3 +257,19 @@ def test_setup_installs_a_font_that_draws_chinese():
     assert "fonts-noto-cjk" in makefile.split("OS_PACKAGES :=", 1)[1].split("\n\n", 1)[0]
     covering = subprocess.run(["fc-list", ":charset=611b 8a2d", "family"], capture_output=True, text=True).stdout
     assert "CJK" in covering, covering
+
+
+def test_a_notebook_that_fails_is_one_line_naming_it(tmp_path):
+    """Before: papermill's whole traceback (68 lines for a run edited after it ended). Cell 3 of the
+    executed notebook: papermill adds the injected parameters."""
+    from claimlab.errors import ClaimlabError
+    (tmp_path / "notebooks").mkdir()
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("run_ids = []", metadata={"tags": ["parameters"]}),
+        nbformat.v4.new_code_cell("raise ValueError(f'{len(run_ids)} runs: no table\\nsee the runs')")],
+        metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}})
+    nbformat.write(nb, tmp_path / "notebooks" / "bad.ipynb")
+    with pytest.raises(ClaimlabError) as err:
+        report.execute("bad.ipynb", tmp_path / "out", {"run_ids": ["a", "b"]}, tmp_path)
+    assert str(err.value) == (f"{tmp_path / 'out' / 'bad.ipynb'}: the notebook stopped at cell 3: ValueError: "
+                              "2 runs: no table | see the runs (its traceback is in that notebook)")

@@ -3,11 +3,13 @@ renders with --from-data, the time left it prints, and the command an interrupt 
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from claimlab import campaign, report
-from claimlab.errors import ClaimlabError, Interrupted
-from conftest import frozen_id
+from claimlab.errors import ClaimlabError, DataError, Interrupted
+from conftest import copy_run, frozen, frozen_id
 
 
 def test_from_data_alone_renders_the_published_runs_and_named_runs_go_by_experiment(frozen_checkout, monkeypatch):
@@ -30,6 +32,17 @@ def test_from_data_alone_renders_the_published_runs_and_named_runs_go_by_experim
 def test_an_unknown_experiment_is_refused_before_anything_runs():
     with pytest.raises(ClaimlabError, match="--only: no claim report for 'nope'"):
         campaign.plan(["nope"], "quick", ["mariadb"], log=lambda msg: None)
+    with pytest.raises(ClaimlabError, match="--only: no claim report for 'nope'"):   # was a ValueError
+        campaign.stored(None, experiments=["nope"])
+
+
+def test_a_run_edited_after_it_ended_is_refused_before_any_notebook_starts(tmp_path):
+    # Before: the claim notebook's traceback, ending in advice (--accept-modified) report does not take.
+    run = copy_run(frozen("c1"), tmp_path)
+    (run / "events.jsonl").write_text((run / "events.jsonl").read_text() + "\n")
+    with pytest.raises(DataError, match=f"--from-data: {run}: modified after the run: events.jsonl; the "
+                                        "reports render verified runs only"):
+        campaign.stored([run.name], data_dir=tmp_path)
 
 
 def test_the_time_left_is_the_mean_run_so_far_times_the_runs_left():
@@ -45,3 +58,16 @@ def test_an_interrupt_names_the_command_that_finishes_the_cut_run_and_renders_ev
     assert isinstance(out, Interrupted) and not getattr(out, "run_id", None)
     assert out.resume == [("B", f"claimlab run binlog_default --profile quick --target mariadb --data {tmp_path} "
                                 f"--resume B && claimlab report --from-data A B --data {tmp_path}")]
+
+
+def test_a_malformed_published_list_is_one_line_naming_it(tmp_path):
+    # Before: a JSONDecodeError or AttributeError traceback, from `claimlab runs` too.
+    (tmp_path / "data").mkdir()
+    listed = tmp_path / "data" / report.PUBLISHED_RUNS
+    for text, message in [('{"x":', "unreadable"), ("[1, 2]", "expected {experiment: [run id, ...]}"),
+                          ('{"x": [1]}', "expected {experiment: [run id, ...]}")]:
+        listed.write_text(text)
+        with pytest.raises(DataError, match=re.escape(f"{listed}: {message}")):
+            report.published_runs(tmp_path)
+    listed.write_text('{"x": "one", "y": ["two", "three"]}')
+    assert report.published_runs(tmp_path) == {"x": ["one"], "y": ["two", "three"]}

@@ -154,7 +154,9 @@ def test_a_toggle_is_read_against_the_seed_on_both_sides():
     assert gap.against_seed(None, 0.9, 1.1) == "—"
 
 
-def test_the_render_phase_hands_c3_its_newest_toggles_run_or_none(tmp_path):
+def test_the_render_phase_hands_c3_its_newest_toggles_run_or_none(tmp_path, monkeypatch):
+    # C3's published run is not under tmp_path (--from-data checks each run it renders): its ablation only
+    monkeypatch.setattr(campaign, "published_runs", lambda: {"insert_57_vs_80": [], "binlog_default": []})
     assert campaign.stored(None, data_dir=tmp_path).ablations == {"insert_57_vs_80": None}
     assert gap.stored_toggles("seed004_toggles_mysql80", None, tmp_path) is None
     made = []
