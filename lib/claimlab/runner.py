@@ -34,7 +34,7 @@ from tqdm import tqdm
 
 from . import provenance
 from .design import Condition, plan
-from .errors import ClaimlabError, Interrupted
+from .errors import ClaimlabError, DataError, Interrupted
 from .looks import Look, at_cap, look_wait
 from .params import Experiment
 from .records import FORMAT_VERSION, RunManifest
@@ -48,7 +48,7 @@ from .servers import (
     stop_all,
 )
 from .servers.reaper import mark
-from .store import find_run, load_manifest, project_root, run_roots, run_state, runs_root
+from .store import find_run, load_manifest, project_root, raw_root, run_roots, run_state, runs_root
 from .units import Context, Phases, draw_ahead, run_unit
 from .writer import RunStore, lock_writer, unwritten
 
@@ -137,6 +137,9 @@ def run(exp: Experiment, *, data_root: Path | None = None, work_root: Path | Non
     writer = store = None
     if resume:
         path = find_run(resume, data_root)
+        if raw_root().resolve() in path.resolve().parents:   # before the lock: it would be a file in the tree
+            raise DataError(f"--resume {resume}: {path} is a shipped run (data/raw): shipped runs are "
+                            "never written; start a new run instead")
         writer = lock_writer(path)     # one writer per run, whatever --work: a live run refuses here
         try:
             manifest = load_manifest(path)

@@ -144,6 +144,18 @@ def test_a_scratch_directory_inside_the_run_store_is_refused_before_anything_run
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_shipped_run_is_never_resumed_nor_locked(frozen_checkout, monkeypatch, capsys):
+    # Before: refused (complete, or another profile), but only after leaving a .writer.lock in data/raw.
+    monkeypatch.setenv("CLAIMLAB_ROOT", str(frozen_checkout))
+    shipped = frozen_checkout / "data" / "raw" / frozen("c1").relative_to(frozen("c1").parents[1])
+    before = sorted(p.name for p in shipped.iterdir())
+    assert cli.main(["run", "charset_mismatch", "--profile", "smoke", "--resume", str(shipped)]) == 1
+    assert capsys.readouterr().err.strip().splitlines() == [
+        f"claimlab: error: --resume {shipped}: {shipped} is a shipped run (data/raw): shipped runs are never "
+        "written; start a new run instead"]
+    assert sorted(p.name for p in shipped.iterdir()) == before
+
+
 def test_analyze_says_how_to_settle_a_verdict_near_an_edge(capsys, tmp_path):
     # every comparison the analysis marks near an edge gets one line naming the command to rerun it:
     # a copy of the frozen C1 run, the mismatched charset's values 4% higher, which moves mismatch
