@@ -48,11 +48,14 @@ MEASUREMENT_KEY = ["condition", "workload", "repetition", "iteration", "metric"]
 
 
 def project_root(start: Path | None = None) -> Path:
-    """The checkout holding params/ and data/ (so notebooks find it from notebooks/)."""
+    """The checkout holding params/ and data/ (so notebooks find it from notebooks/): the one around
+    the current directory, else the one claimlab runs from (outside a checkout, `claimlab runs`
+    said "no stored runs" and `run` wrote to ./runs)."""
     if os.environ.get("CLAIMLAB_ROOT"):
         return Path(os.environ["CLAIMLAB_ROOT"])
     here = (start or Path.cwd()).resolve()
-    for candidate in (here, *here.parents):
+    installed = Path(__file__).resolve().parents[2]   # the checkout this package was installed from
+    for candidate in (here, *here.parents, installed):
         if (candidate / "params").is_dir() and (candidate / "lib" / "claimlab").is_dir():
             return candidate
     return here
@@ -176,14 +179,17 @@ def find_run(run_id: str, root: str | os.PathLike | None = None) -> Path:
     return matches[0]
 
 
-def list_runs(root: str | os.PathLike | None = None) -> list[dict]:
-    """Every readable run under `root`, or else under runs/ and data/raw."""
+def list_runs(root: str | os.PathLike | None = None, unreadable: list[str] | None = None) -> list[dict]:
+    """Every readable run under `root`, or else under runs/ and data/raw; what could not be read
+    goes to `unreadable`, one message each, for the caller to say."""
     out = []
     bases = [Path(root)] if root else run_roots()
     for manifest_path in [m for base in bases for m in sorted(base.glob("*/*/manifest.json"))]:
         try:
             m = read_manifest(manifest_path.parent)
-        except DataError:
+        except DataError as exc:
+            if unreadable is not None:
+                unreadable.append(str(exc))
             continue
         out.append({"run_id": m["run_id"], "experiment": m.get("experiment"), "claim": m.get("claim"),
                     "profile": m.get("profile"), "status": m.get("status"),

@@ -257,6 +257,28 @@ def test_analyze_gives_scripts_csv_and_json_without_nan(capsys):
     assert list(table.columns)[:4] == ["claim", "comparison", "target", "server"]
 
 
+def test_runs_says_what_it_left_out_and_refuses_a_missing_folder(tmp_path, capsys):
+    # Before: a run with an unreadable manifest was left out without a word, and `--data` naming no
+    # folder printed "no stored runs" with exit 0.
+    good = copy_run(frozen("c1"), tmp_path)
+    bad = tmp_path / "charset_mismatch" / "20261201T000000Z-000000"
+    bad.mkdir()
+    (bad / "manifest.json").write_text("{")
+    assert cli.main(["runs", "--data", str(tmp_path), "--format", "csv"]) == 0
+    out = capsys.readouterr()
+    assert list(pd.read_csv(io.StringIO(out.out))["run_id"]) == [good.name]
+    assert out.err.startswith(f"claimlab: left out: {bad}") and len(out.err.splitlines()) == 1
+    assert cli.main(["runs", "--data", str(tmp_path / "nope")]) == 1
+    assert capsys.readouterr().err.strip() == f"claimlab: error: --data {tmp_path / 'nope'}: no such directory"
+
+
+def test_a_checkout_is_found_from_outside_it(tmp_path, monkeypatch):
+    # Before: outside the checkout, `runs` said "no stored runs" and `run` wrote to ./runs
+    monkeypatch.delenv("CLAIMLAB_ROOT", raising=False)
+    assert store.project_root(tmp_path) == ROOT
+    assert store.project_root(ROOT / "notebooks") == ROOT
+
+
 def test_runs_shows_the_server_marks_published_runs_and_filters(capsys, monkeypatch, frozen_checkout):
     monkeypatch.setenv("CLAIMLAB_ROOT", str(frozen_checkout))
     monkeypatch.chdir(frozen_checkout)

@@ -8,6 +8,7 @@ import json
 import sys
 from pathlib import Path
 
+from ..errors import DataError
 from . import READ_HELP
 
 NAME = "runs"
@@ -31,9 +32,14 @@ def add_parser(sub) -> None:
 def main(args) -> int:
     from ..report import published_runs
     from ..store import list_runs
+    if args.data is not None and not args.data.is_dir():
+        raise DataError(f"--data {args.data}: no such directory")
     published = {run_id for ids in published_runs().values() for run_id in ids}
+    unreadable: list[str] = []
     runs = [run | {"server": servers_of(Path(run["path"])), "published": run["run_id"] in published}
-            for run in list_runs(args.data)]
+            for run in list_runs(args.data, unreadable)]
+    for message in unreadable:   # left out of the listing, never silently
+        print(f"claimlab: left out: {message}", file=sys.stderr)
     runs = [run for run in runs if _wanted(run, args)]
     if args.format == "json":
         json.dump([{c: run[c] for c in COLUMNS} for run in runs], sys.stdout, indent=1)
