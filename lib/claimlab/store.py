@@ -154,7 +154,10 @@ def run_state(path: str | os.PathLike) -> RunState:
 def read_csv(path: Path) -> pd.DataFrame:
     """A run's CSV, refusing a torn last line: pandas would read it as a short, valid row."""
     import pandas as pd
-    data = path.read_bytes()
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise DataError(f"{path}: missing; is this a whole claimlab run directory?") from None
     if data and not data.endswith(b"\n"):
         raise DataError(f"{path}: the last line is torn (a crash mid-write?); "
                         "`claimlab run --resume` repairs it")
@@ -268,8 +271,14 @@ def read_jsonl(path: str | os.PathLike) -> list[dict]:
     path = Path(path)
     if not path.exists():
         return []
-    lines = path.read_text().splitlines()
-    return [json.loads(line) for line in lines if line.strip()]
+    records = []
+    for number, line in enumerate(path.read_text().splitlines(), 1):
+        if line.strip():
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise DataError(f"{path}: line {number} is not JSON ({exc.msg})") from None
+    return records
 
 
 def read_variables(path: str | os.PathLike, sha: str) -> dict[str, str]:

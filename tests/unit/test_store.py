@@ -156,6 +156,17 @@ def test_a_finished_run_without_checksums_is_refused_not_read_as_verified(store)
         assert said == {"status": "complete", "verified": False, "note": "complete, unverified (no checksums)"}
 
 
+def test_a_missing_table_or_a_broken_line_is_a_data_error_not_a_traceback(store):
+    store.append(_row(store))
+    store.finish("complete")
+    (store.path / "events.jsonl").write_text('{"event": "warmup"}\n{"event": \n')
+    with pytest.raises(DataError, match="events.jsonl: line 2 is not JSON"):
+        read_jsonl(store.path / "events.jsonl")
+    (store.path / "results.csv").unlink()     # with --accept-modified it was a FileNotFoundError
+    with pytest.raises(DataError, match="results.csv: missing; is this a whole claimlab run directory"):
+        read_results(store.path, accept_modified=True)
+
+
 def test_server_variables_are_inside_the_checksums(store):
     sha = store.record_server({"seq": 0, "attempt": 1}, {"log_bin": "ON"})
     store.finish("complete")
