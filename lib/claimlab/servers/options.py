@@ -25,8 +25,8 @@ MANAGED_OPTIONS = frozenset({
     "init_file", "grant_tables", "mysqlx", "mysqlx_port", "mysqlx_socket", "mysqlx_bind_address",
     "admin_address", "admin_port", "innodb_data_home_dir", "innodb_log_group_home_dir",
     "innodb_undo_directory", "innodb_temp_tablespaces_dir", "innodb_tmpdir", "defaults_file",
-    "defaults_extra_file", "defaults_group_suffix", "general_log_file", "slow_query_log_file",
-    "log_bin_basename", "log_bin_index", "relay_log", "relay_log_index", "relay_log_info_file"})
+    "defaults_extra_file", "defaults_group_suffix", "log_bin_basename", "log_bin_index", "relay_log",
+    "relay_log_index", "relay_log_info_file"})
 _OPTION_PREFIXES = ("loose_", "skip_", "enable_", "disable_")
 
 
@@ -68,9 +68,6 @@ class ServerOptions:
             if managed_option(key):
                 raise ValueError(f"extra.{key}: set by claimlab (each server gets its own data directory, "
                                  "socket and files); leave it out")
-            if value.startswith(("/", "~")) or "../" in value:
-                raise ValueError(f"extra.{key}: {value[:60]!r} is a path outside the server's own "
-                                 "directory; claimlab places a server's files")
 
     def merged(self, other: "ServerOptions") -> "ServerOptions":
         """Other's settings win where it sets them; extra options are merged by name."""
