@@ -399,14 +399,28 @@ def interleaved_session(server, workloads: dict[str, Sysbench], seed: int
 def _connection_options(server, schema: str) -> str:
     """sysbench's connection options, in its config-file syntax."""
     args = server.connect_args()
-    lines = [f"mysql-user={args['user']}", f"mysql-db={schema}"]
+    lines = [_config_line("mysql-user", args["user"]), _config_line("mysql-db", schema)]
     if args.get("password"):
-        lines.append(f"mysql-password={args['password']}")
+        lines.append(_config_line("mysql-password", args["password"]))
     if args.get("unix_socket"):
-        lines.append(f"mysql-socket={args['unix_socket']}")
+        lines.append(_config_line("mysql-socket", args["unix_socket"]))
     else:
-        lines += [f"mysql-host={args['host']}", f"mysql-port={args['port']}"]
+        lines += [_config_line("mysql-host", args["host"]), f"mysql-port={args['port']}"]
     return "\n".join(lines) + "\n"
+
+
+def _config_line(name: str, value: str) -> str:
+    """One option of sysbench's config file, quoted: its reader (sb_options.c, read_config) ends an
+    unquoted value at a space, ',' or '#' (a password `a#b` reached the server as `a`), reads a
+    quoted one up to the same quote, and a line in a 256-byte buffer. A value it cannot carry (both
+    quotes, a line break, too long) is refused without being shown: it may be a password."""
+    value = str(value)
+    quote = next((q for q in "\"'" if q not in value), None)
+    line = f"{name}={quote}{value}{quote}" if quote else ""
+    if not line or "\n" in value or "\r" in value or len(line.encode()) > 250:
+        raise WorkloadError(f"{name}: sysbench's config file cannot carry this value (it holds both quote "
+                            "characters or a line break, or is over 230 bytes); change it to use sysbench")
+    return line
 
 
 def sysbench_binary() -> str:

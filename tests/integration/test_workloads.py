@@ -100,3 +100,20 @@ def test_join_plan_is_primary_key_lookups_even_after_restart(launcher, default_t
             plan = query(srv, "EXPLAIN " + w.QUERY, w.schema())
             inner = [row for row in plan if row[2] == "i"][0]
             assert inner[3] == "eq_ref" and inner[5] == "PRIMARY", plan
+
+
+def test_sysbench_takes_a_password_with_spaces_commas_and_a_hash(server, monkeypatch):
+    """Before: sysbench's config-file reader cut an unquoted password at '#', a space or ',' (and a
+    lone quote stopped its reading of the file): refused, after claimlab's own check had passed."""
+    from claimlab.servers import ExternalServer, TargetSpec
+    password = "Zq#9 x=y,'z"
+    query(server, "CREATE USER 'pw_user'@'localhost' IDENTIFIED BY 'Zq#9 x=y,\\'z'")
+    query(server, "GRANT ALL ON *.* TO 'pw_user'@'localhost'")
+    monkeypatch.setenv("CLAIMLAB_TEST_HASH_PW", password)
+    theirs = ExternalServer(TargetSpec(name="theirs", kind="external", socket=server.connect_args()["unix_socket"],
+                                       user="pw_user", password_env="CLAIMLAB_TEST_HASH_PW"))
+    (m,) = _measure(wl.Sysbench(name="oltp", test="oltp_point_select", table_size=100, time=1), theirs, n=1)
+    assert _metrics(m)["tps"] > 0
+    with pytest.raises(WorkloadError, match="mysql-password: sysbench's config file cannot carry") as err:
+        wl._config_line("mysql-password", "both ' and \" quotes")
+    assert "quotes\"" not in str(err.value)      # the value itself is never shown
