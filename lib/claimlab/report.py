@@ -333,13 +333,23 @@ def analyze_runs(run_ids: Iterable[str], data_root: Path | None = None, *, accep
         results = pd.concat([r for _, r, *_ in runs], ignore_index=True)
         names = " ".join(path.name for path, *_ in runs)
         table = stats.analyze(results, claim, stop_rule={path.name: rule for path, _, rule, *_ in runs}, **options)
-        notes = tuple(note for *_, note, _ in runs if note) + _hardware_note([path for path, *_ in runs])
+        notes = (tuple(note for *_, note, _ in runs if note) + _hardware_note([path for path, *_ in runs])
+                 + _untested_experiments(results, claim))
         # The target the runs were made with: a comparison whose levels start their own servers
         # has a target like "mysql57+mysql80", which `claimlab run --target` does not take.
         run_target = " ".join(sorted({str(t) for *_, t in runs if t}))
         out.append(Analysis(names, runs[0][0], results, claim, table.assign(run_id=names, run_target=run_target),
                             notes, tuple(path for path, *_ in runs)))
     return out
+
+
+def _untested_experiments(results: pd.DataFrame, claim: Claim) -> tuple[str, ...]:
+    """Comparisons pick their rows by experiment name: a run of a renamed params file (a copy,
+    `mine_collation_cost`) matches none, and every comparison read "not tested" without a word."""
+    named = sorted({c.experiment for c in claim.comparisons})
+    return tuple(f"the runs of experiment {e!r} are tested by none of {claim.id}'s comparisons, which name "
+                 f"{', '.join(map(repr, named))} (data/claims.yaml); name the params file as they do"
+                 for e in sorted(set(results["experiment"].astype(str))) if e not in named)
 
 
 def _hardware_note(paths: list[Path]) -> tuple[str, ...]:

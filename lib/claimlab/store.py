@@ -159,8 +159,10 @@ def read_csv(path: Path) -> pd.DataFrame:
     except FileNotFoundError:
         raise DataError(f"{path}: missing; is this a whole claimlab run directory?") from None
     if data and not data.endswith(b"\n"):
-        raise DataError(f"{path}: the last line is torn (a crash mid-write?); "
-                        "`claimlab run --resume` repairs it")
+        run = path.parent
+        raise DataError(f"{path}: the last line is torn; if the run crashed mid-write, `claimlab run "
+                        f"{run.parent.name} --resume {run.name}` repairs it (a run that ended has no torn "
+                        "line: this one was damaged after)")
     try:
         return pd.read_csv(io.BytesIO(data), dtype={"condition": str, "server_version": str})
     except (pd.errors.ParserError, ValueError) as exc:

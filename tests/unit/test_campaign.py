@@ -71,3 +71,17 @@ def test_a_malformed_published_list_is_one_line_naming_it(tmp_path):
             report.published_runs(tmp_path)
     listed.write_text('{"x": "one", "y": ["two", "three"]}')
     assert report.published_runs(tmp_path) == {"x": ["one"], "y": ["two", "three"]}
+
+
+def test_runs_of_a_renamed_params_file_are_said_to_be_tested_by_no_comparison():
+    # Before: every comparison of such a run read "not tested", and nothing said why.
+    import pandas as pd
+
+    from claimlab.claims import load_claims
+    from conftest import ROOT
+    claim = load_claims(ROOT / "data" / "claims.yaml")["C2"]
+    results = pd.DataFrame({"experiment": ["mine_collation_cost", "collation_cost"]})
+    assert report._untested_experiments(results, claim) == (
+        "the runs of experiment 'mine_collation_cost' are tested by none of C2's comparisons, which name "
+        "'collation_cost' (data/claims.yaml); name the params file as they do",)
+    assert report._untested_experiments(results.iloc[1:], claim) == ()

@@ -64,7 +64,8 @@ def test_torn_last_line_is_detected_then_repaired(store):
     store.append(_row(store))
     with open(store.path / "results.csv", "a") as fh:
         fh.write("20261122,C4,exp,binlog=on,on,def")   # a crash mid-write
-    with pytest.raises(DataError, match="torn"):
+    with pytest.raises(DataError, match=f"the last line is torn; if the run crashed mid-write, `claimlab run "
+                                        f"{store.path.parent.name} --resume {store.run_id}` repairs it"):
         read_results(store.path)
     store.close()     # the crashed writer's lock is gone with it
     reopened = RunStore.open_run(store.path)
