@@ -240,6 +240,10 @@ def test_power_mde_and_blocks_needed_agree_and_never_hide_nan():
     assert np.isnan(stats.blocks_needed(np.log(1.0001), 0.5, 0.05))
     assert np.isnan(stats.paired_power(0.1, 0.04, 1, 0.05))
     assert stats.blocks_for_margin(0.04, 0.05, 0.05) > stats.blocks_for_margin(0.02, 0.05, 0.05)
+    # two blocks in a family of four (alpha 0.0125): the bracket once fell short and brentq raised
+    for n, alpha in [(2, 0.0125), (2, 0.001), (3, 0.0125)]:
+        mde = stats.minimal_detectable_effect(0.05, n, alpha)
+        assert stats.paired_power(np.log1p(mde), 0.05, n, alpha) == pytest.approx(0.8, abs=1e-6)
 
 
 EDGE_RATIO = math.log(1.06)   # 1% beyond the 1.05 edge of a 5% equivalence margin
@@ -582,6 +586,34 @@ def test_families_split_alpha_and_a_missing_p_value_stays_in_the_family():
     assert "no p-value for utf8mb4_vs_latin1: counted as p = 1" in table.loc["mismatch_vs_latin1", "verdict_note"]
     assert table.loc["mismatch_vs_latin1", "p_family"] == pytest.approx(
         min(1.0, 2 * table.loc["mismatch_vs_latin1", "p_value"]))
+
+
+def test_a_family_measured_in_one_run_on_several_servers_is_one_family():
+    # C3's run on MySQL 9.7 measures its insert-loop family on 9.7.4's option sets ("mysql") and on
+    # the tarball servers its levels start ("mysql57+mysql80"). Keyed by target it split in two,
+    # each member at 97.5% where the family of four leaves 98.75%.
+    c3 = CLAIMS["C3"]
+    servers = {"defaults": ("mysql", 3.0), "v57_values": ("mysql", 1.0), "v80_binlog": ("mysql", 3.0),
+               "mysql57": ("mysql57", 1.0), "mysql80": ("mysql80", 3.0), "mysql80_skip_log_bin": ("mysql80", 1.2)}
+    results = simulate_results({Condition.of({"server": s}): r for s, (_, r) in servers.items()}, claim="C3",
+                               experiment="insert_57_vs_80", workload="insert_loop", metric="elapsed_s",
+                               n_blocks=6, n_iterations=3, paired=True, seed=3)
+    results["target"] = results["server"].map({s: t for s, (t, _) in servers.items()})
+    table = stats.analyze(results, c3)
+    family = table[(table["family"] == "insert_loop") & (table["verdict"] != "not_tested")]
+    assert {"mysql", "mysql57+mysql80"} <= set(family["target"]) and len(family) >= 3
+    assert (family["family_size"] == len(family)).all()
+    np.testing.assert_allclose(family["confidence"], 1 - 0.05 / len(family))
+    np.testing.assert_allclose(family["p_family"], stats.holm(family["p_value"].tolist()))
+    # another run of the family (another server's) is a family of its own
+    other = results.assign(run_id="sim-other", target="mariadb")
+    other = other[other["server"].isin(["defaults", "v57_values", "v80_binlog"])]
+    both = stats.analyze(pd.concat([results, other], ignore_index=True), c3)
+    on_mariadb = both[(both["family"] == "insert_loop") & (both["target"] == "mariadb")
+                      & (both["verdict"] != "not_tested")]
+    assert len(on_mariadb) and (on_mariadb["family_size"] == len(on_mariadb)).all()
+    assert (both[(both["family"] == "insert_loop") & (both["target"] != "mariadb")
+                 & (both["verdict"] != "not_tested")]["family_size"] == len(family)).all()
 
 
 def test_a_family_mixing_equivalence_and_effects_is_refused():

@@ -92,7 +92,7 @@ def analyze(results: pd.DataFrame, claim: Claim, *, confidence: float = 0.95,
     rule_of = stop_rule.get if isinstance(stop_rule, Mapping) else lambda run: stop_rule
     rows = [_row(claim, group, sizes.get(group.family_key, 1), 1 - confidence, rule_of, policy)
             for group in groups]
-    _adjust_families(rows)
+    _adjust_families(rows, [group.family_key for group in groups])
     return pd.DataFrame(rows, columns=list(TABLE_COLUMNS))
 
 
@@ -242,13 +242,13 @@ def _row(claim: Claim, group: Group, family_size: int, alpha: float,
     return row
 
 
-def _adjust_families(rows: list[dict[str, Any]]) -> None:
-    """Holm-adjust p-values within each (family, target); a member without a p-value counts as
-    p = 1 (never silently leaves the family) and every row of the family says so."""
+def _adjust_families(rows: list[dict[str, Any]], keys: list[tuple]) -> None:
+    """Holm-adjust p-values within each family (`Group.family_key`, one per row); a member without
+    a p-value counts as p = 1 (never silently leaves the family) and every row of it says so."""
     families: dict[tuple, list[dict]] = {}
-    for row in rows:
+    for row, key in zip(rows, keys):
         if row["verdict"] != "not_tested":
-            families.setdefault((row["family"], row["target"]), []).append(row)
+            families.setdefault(key, []).append(row)
     for (family, _), members in families.items():
         pvalues = [row["p_value"] for row in members]
         missing = [row["comparison"] for row, p in zip(members, pvalues) if not np.isfinite(p)]

@@ -67,7 +67,12 @@ def minimal_detectable_effect(sd: float, n: int, alpha: float, power: float = PO
     if sd == 0:
         return 0.0
     se = sd / math.sqrt(n)
-    high = se * (sps.t.isf(alpha / 2, 1) + 10)
+    # Power rises to 1 with the shift: widen the bracket until it holds the target. A fixed one
+    # (t_{alpha/2, 1} + 10 standard errors) fell short at 2 blocks below alpha = 0.018 (a family
+    # of four at 2 blocks), where brentq then raised instead of answering.
+    high = se * (sps.t.isf(alpha / 2, n - 1) + 10)
+    while paired_power(high, sd, n, alpha) < power:
+        high *= 2
     return math.expm1(optimize.brentq(lambda d: paired_power(d, sd, n, alpha) - power, 0.0, high))
 
 

@@ -62,8 +62,14 @@ class Group:
     reason: str = ""
 
     @property
-    def family_key(self) -> tuple[str, str]:
-        return self.comparison.family, self.target
+    def family_key(self) -> tuple[str, tuple[str, ...]]:
+        """The family and the runs its blocks come from. Not the target: a comparison of two
+        servers started by its levels has a target of its own ("mysql57+mysql80"), and keyed by
+        target, one declared family measured in one run split into several, each at a wider level
+        than the family leaves. Runs of one server analysed together share one key; another
+        server's runs (another params target) make another family."""
+        runs = tuple(sorted(set(self.blocks["run_id"].astype(str)))) if len(self.blocks) else (self.target,)
+        return self.comparison.family, runs
 
 
 def claim_metrics(claim: Claim) -> list[str]:
@@ -85,8 +91,8 @@ def comparison_groups(results: pd.DataFrame, claim: Claim, policy: Policy) -> It
         yield from _groups(data, comparison, policy, strata_of)
 
 
-def family_sizes(claim: Claim, groups: list[Group]) -> dict[tuple[str, str], int]:
-    """Members of each (family, target) that could be tested there (rows of both sides exist).
+def family_sizes(claim: Claim, groups: list[Group]) -> dict[tuple[str, tuple[str, ...]], int]:
+    """Members of each family that could be tested in the same runs (rows of both sides exist).
 
     A comparison whose conditions were never run on a target is not a hypothesis tested
     there; one that ran but gives no p-value still counts (see `analyze`).
