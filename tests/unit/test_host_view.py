@@ -21,7 +21,7 @@ C2 = load_claims(ROOT / "data" / "claims.yaml")["C2"]
 def _table(estimate: float, low: float, high: float, verdict: str, blocks: int = 8) -> pd.DataFrame:
     return pd.DataFrame([{"claim": "C2", "comparison": "uca_ai_vs_utf8mb3", "target": "mysql", "n_runs": 1,
                           "n_blocks": blocks, "estimate": estimate, "sd_unit": 0.02, "ci_low": low,
-                          "ci_high": high, "verdict": verdict, "verdict_label": verdict}])
+                          "ci_high": high, "confidence": 0.95, "verdict": verdict, "verdict_label": verdict}])
 
 
 def test_each_host_has_a_row_and_the_pool_says_on_how_many_hosts_the_claim_holds():

@@ -18,16 +18,18 @@ C4 = load_claims(ROOT / "data" / "claims.yaml")["C4"]
 COMP = C4.comparisons[0]
 
 
-def _host_table(rng, true_ratio: float, blocks: int = 8, sd: float = 0.05) -> pd.DataFrame:
+def _host_table(rng, true_ratio: float, blocks: int = 8, sd: float = 0.05,
+                confidence: float = 0.95) -> pd.DataFrame:
     """A host's own analysis row, as stats.analyze makes it: blocks' log ratios, a paired t interval."""
     y = rng.normal(math.log(true_ratio), sd, blocks)
     mean, s = y.mean(), y.std(ddof=1)
-    half = st.t.ppf(0.975, blocks - 1) * s / math.sqrt(blocks)
+    half = st.t.ppf((1 + confidence) / 2, blocks - 1) * s / math.sqrt(blocks)
     low, high = math.exp(mean - half), math.exp(mean + half)
     v = verdict(COMP.kind, COMP.direction, COMP.published_ratio, COMP.equivalence_margin, low, high)
     return pd.DataFrame([{"claim": "C4", "comparison": COMP.name, "target": "mariadb", "n_runs": 1,
                           "n_blocks": blocks, "estimate": math.exp(mean), "sd_unit": s, "ci_low": low,
-                          "ci_high": high, "verdict": v.word, "verdict_label": v.label}])
+                          "ci_high": high, "confidence": confidence, "verdict": v.word,
+                          "verdict_label": v.label}])
 
 
 def test_dersimonian_laird_with_equal_variances_is_the_spread_beyond_the_noise():
@@ -113,6 +115,20 @@ def test_verdict_says_on_which_hosts_the_claim_holds(ratios, holds):
     if holds == "some":   # one host at 1.0 among two at 2.6: the hosts differ, the pool cannot decide
         assert pooled["p_hosts_differ"] < 0.001 and pooled["verdict"] == "inconclusive"
         assert pooled["i2"] > 0.9
+
+
+def test_the_pool_keeps_the_level_of_its_hosts_family():
+    # Before: pooled at a fixed 95% (and one host's own 97.5% interval labelled 95%)
+    rng = np.random.default_rng(5)
+    tables = {f"host-{i}": _host_table(rng, r, confidence=0.975) for i, r in enumerate((2.5, 2.7))}
+    per = hosts.per_host(tables)
+    pooled = hosts.pool(per, C4).iloc[0]
+    tau2, _, _ = hosts.dersimonian_laird(per["log_ratio"], per["se"] ** 2)
+    _, lo, hi = hosts.hartung_knapp(per["log_ratio"], per["se"] ** 2, tau2, 0.975)
+    assert pooled["confidence"] == 0.975
+    assert (pooled["ci_low"], pooled["ci_high"]) == pytest.approx((math.exp(lo), math.exp(hi)))
+    one = hosts.pool(hosts.per_host({"only": tables["host-0"]}), C4).iloc[0]
+    assert one["confidence"] == 0.975 and one["ci_low"] == tables["host-0"]["ci_low"].iloc[0]
 
 
 def test_one_host_pools_to_its_own_interval():

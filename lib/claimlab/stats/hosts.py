@@ -45,7 +45,7 @@ from scipy import stats as st
 from .verdicts import verdict
 
 HOST_COLUMNS = ("claim", "comparison", "target", "host", "processor", "estimate", "ci_low", "ci_high",
-                "log_ratio", "se", "df", "verdict", "verdict_label")
+                "confidence", "log_ratio", "se", "df", "verdict", "verdict_label")
 POOLED_COLUMNS = ("claim", "comparison", "target", "n_hosts", "estimate", "ci_low", "ci_high", "confidence",
                   "tau", "i2", "q", "p_hosts_differ", "host_low", "host_high", "verdict", "verdict_label",
                   "holds_on", "hosts_supported")
@@ -62,7 +62,7 @@ def per_host(tables: Mapping[str, pd.DataFrame], processors: Mapping[str, str] |
             finite = units >= 2 and math.isfinite(r["sd_unit"]) and r["estimate"] > 0
             rows.append({"claim": r["claim"], "comparison": r["comparison"], "target": r["target"], "host": host,
                          "processor": (processors or {}).get(host, ""), "estimate": r["estimate"],
-                         "ci_low": r["ci_low"], "ci_high": r["ci_high"],
+                         "ci_low": r["ci_low"], "ci_high": r["ci_high"], "confidence": r["confidence"],
                          "log_ratio": math.log(r["estimate"]) if r["estimate"] > 0 else math.nan,
                          "se": r["sd_unit"] / math.sqrt(units) if finite else math.nan,
                          "df": float(units - 1) if finite else math.nan,
@@ -91,23 +91,27 @@ def hartung_knapp(y: np.ndarray, v: np.ndarray, tau2: float, confidence: float =
     return mu, mu - half, mu + half
 
 
-def pool(hosts: pd.DataFrame, claim, confidence: float = 0.95) -> pd.DataFrame:
+def pool(hosts: pd.DataFrame, claim, confidence: float | None = None) -> pd.DataFrame:
     """One row per (comparison, target): the pooled ratio over hosts and the verdicts.
 
     `claim` is the claims.Claim whose comparisons decide the verdict. A host without an
     interval (fewer than two units) still counts in "holds on" but not in the pool; a single
     host's pool is its own estimate and interval; where no host has one, the pooled estimate is
-    the hosts' geometric mean, without an interval (inconclusive)."""
+    the hosts' geometric mean, without an interval (inconclusive). The pool is at `confidence`,
+    by default the hosts' own level (a family's member is at the level its family leaves; pooled
+    at a fixed 95% it lost that, and one host's 97.5% interval was labelled 95%)."""
     comparisons = {c.name: c for c in claim.comparisons}
     rows = []
     for (name, target), group in hosts.groupby(["comparison", "target"], sort=False):
         comp = comparisons[name]
         usable = group[np.isfinite(group["se"]) & (group["se"] > 0)]
         k = len(usable)
+        levels = pd.to_numeric(group["confidence"], errors="coerce").dropna()
+        level = confidence if confidence is not None else float(levels.max()) if len(levels) else 0.95
         tau2 = q = i2 = p = math.nan
         if k >= 2:
             tau2, q, _ = dersimonian_laird(usable["log_ratio"], usable["se"] ** 2)
-            mu, lo, hi = hartung_knapp(usable["log_ratio"], usable["se"] ** 2, tau2, confidence)
+            mu, lo, hi = hartung_knapp(usable["log_ratio"], usable["se"] ** 2, tau2, level)
             i2 = max(0.0, (q - (k - 1)) / q) if q > 0 else 0.0
             p = float(st.chi2.sf(q, k - 1))
         elif k == 1:   # its own numbers, not exp(log(x)), which can differ from x in the last digit
@@ -124,7 +128,7 @@ def pool(hosts: pd.DataFrame, claim, confidence: float = 0.95) -> pd.DataFrame:
         supported = int((group["verdict"] == "supported").sum())
         holds = "every" if supported == len(group) else "none" if supported == 0 else "some"
         rows.append({"claim": claim.id, "comparison": name, "target": target, "n_hosts": len(group),
-                     "estimate": estimate, "ci_low": low, "ci_high": high, "confidence": confidence,
+                     "estimate": estimate, "ci_low": low, "ci_high": high, "confidence": level,
                      "tau": math.sqrt(tau2) if math.isfinite(tau2) else math.nan, "i2": i2, "q": q,
                      "p_hosts_differ": p, "host_low": float(group["estimate"].min()),
                      "host_high": float(group["estimate"].max()), "verdict": v.word, "verdict_label": v.label,
