@@ -1,5 +1,5 @@
 """Costs per operation (stats.cost_table) as a person reads them: one readable scale per cost,
-servers side by side, cells clipped at zero and marked where the bootstrap went below it.
+servers side by side, cells clipped at zero and marked where the values went below it.
 """
 
 from __future__ import annotations
@@ -61,8 +61,8 @@ CLIPPED_NOTE = (f"{CLIPPED} Below zero before clipping at zero: a cost cannot be
 
 def _cost_cell(mean: float, lo: float, hi: float, factor: float) -> str:
     """ "mean [low, high]", the interval intersected with what a cost can be (zero or more):
-    where the bootstrap's values went below zero the cell is clipped and marked, never shown as
-    a negative count."""
+    where the values (and so the interval) went below zero the cell is clipped and marked, never
+    shown as a negative count."""
     clipped = any(not missing(v) and v < 0 for v in (mean, lo, hi))
     mean, lo, hi = (v if missing(v) else max(v, 0.0) for v in (mean, lo, hi))
     cell = interval(mean * factor, lo * factor, hi * factor)

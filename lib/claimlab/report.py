@@ -486,14 +486,14 @@ def top_functions(profiles, n: int = 8, family: str | None = None) -> pd.DataFra
     return (wide * 100).round(1).reset_index().rename(columns=lambda c: c if c == "function" else f"{c} (% of samples)")
 
 
-def costs_by_server(results: pd.DataFrame, seed: int) -> pd.DataFrame:
+def costs_by_server(results: pd.DataFrame) -> pd.DataFrame:
     """stats.cost_table per server (target), with the server's name: one server's costs are not
     averaged with another's."""
     from . import stats
     names = wording.server_names(results)
-    parts = [stats.cost_table(part, seed=seed).assign(server=names[target])
+    parts = [stats.cost_table(part).assign(server=names[target])
              for target, part in results.groupby("target", sort=True)]
-    return pd.concat(parts, ignore_index=True) if parts else stats.cost_table(results, seed=seed)
+    return pd.concat(parts, ignore_index=True) if parts else stats.cost_table(results)
 
 
 def flame_profiles(profiles, limit: int = 2):

@@ -44,7 +44,7 @@ def test_costs_per_row_show_the_binlog_mechanism(tmp_path, write_params, mariadb
     exp = params.load(write_params(EXP))
     outcome = runner.run(exp, data_root=tmp_path / "raw", work_root=tmp_path / "work", progress=False)
     results = read_results(outcome.path)
-    table = stats.cost_table(results, n_boot=200)
+    table = stats.cost_table(results)
     # one InnoDB fsync per autocommitted row, binlog or not (the server's own counter)
     for condition in ("binlog=off", "binlog=on"):
         assert 0.9 <= _cost(table, condition, "status.Innodb_data_fsyncs/op") <= 1.3
@@ -91,8 +91,8 @@ def test_a_disk_writer_next_door_is_flagged_and_kept(tmp_path, write_params, mar
     assert results["contention"].all(), results.groupby("condition")["contention"].mean()
     assert results[results["metric"] == "elapsed_s"].shape[0] == 4          # kept, all of them
     assert any(e["event"] == "contention" for e in read_jsonl(outcome.path / "events.jsonl"))
-    kept = stats.cost_table(results, n_boot=100)
-    dropped = stats.cost_table(results, n_boot=100, include_contention=False)
+    kept = stats.cost_table(results)
+    dropped = stats.cost_table(results, include_contention=False)
     assert len(kept) > 0 and len(dropped) == 0 and (kept["contention"] == "included").all()
 
 
