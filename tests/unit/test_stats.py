@@ -744,6 +744,22 @@ def test_boundaries_spend_alpha_as_designed():
     assert stats.sequential_alpha(rule, 20, family_size=2) < levels[-1]
 
 
+def test_after_a_sequential_design_the_p_value_crosses_its_level_where_the_interval_crosses_one():
+    # Before: the fixed-sample p (under 0.05 in about 6% of A/A runs, where the interval excluded 1
+    # in under 5%), e.g. p = 0.039 beside an interval containing 1.
+    rule = stats.StopRule()
+    agree = []
+    for seed in range(16):
+        results = c4_results(ratio=1.03, n_blocks=6, noise=Noise(interaction_sd=0.03), seed=seed)
+        row = stats.analyze(results, CLAIMS["C4"], stop_rule=rule).iloc[0]
+        assert row["confidence"] > 0.95        # the level the design leaves at its last look
+        excludes = not row["ci_low"] <= 1 <= row["ci_high"]
+        agree.append((row["p_value"] < 0.05) == excludes)
+        fixed = stats.analyze(results, CLAIMS["C4"]).iloc[0]     # a fixed design's p is the t test's own
+        assert row["p_value"] == pytest.approx(min(1.0, fixed["p_value"] * 0.05 / (1 - row["confidence"])))
+    assert all(agree)
+
+
 def test_should_stop_waits_decides_and_caps():
     rule = stats.StopRule(target_rel_width=0.02, min_blocks=3, max_blocks=8)
     c4 = CLAIMS["C4"]
