@@ -760,6 +760,16 @@ def test_after_a_sequential_design_the_p_value_crosses_its_level_where_the_inter
     assert all(agree)
 
 
+def test_blocks_whose_ratios_do_not_differ_decide_nothing():
+    # Before: a point interval, p = 0 and a rerun chance of 1 from two identical blocks (and, at an
+    # estimate equal to the published 2.85, a rounding-made "smaller than published")
+    results = c4_results(ratio=2.85, n_blocks=2, n_iterations=3, paired=True, noise=Noise(0, 0, 0, 0, 0, 0))
+    row = stats.analyze(results, CLAIMS["C4"]).iloc[0]
+    assert row["verdict"] == "inconclusive" and row["n_blocks"] == 2
+    assert all(math.isnan(row[c]) for c in ("ci_low", "ci_high", "p_value", "mde", "rerun_chance"))
+    assert "the blocks' ratios do not differ at all" in row["verdict_note"]
+
+
 def test_should_stop_waits_decides_and_caps():
     rule = stats.StopRule(target_rel_width=0.02, min_blocks=3, max_blocks=8)
     c4 = CLAIMS["C4"]

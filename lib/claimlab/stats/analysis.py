@@ -189,6 +189,11 @@ def _row(claim: Claim, group: Group, family_size: int, alpha: float,
     else:
         alpha = alpha / family_size
     low, high = (float(x) for x in summary.interval(alpha))
+    spreadless = df >= 1 and not float(summary.se) > 0
+    if spreadless:   # a point "interval" would decide on 2 blocks with full confidence
+        low = high = math.nan
+        extra.append("the blocks' ratios do not differ at all: no interval can be estimated from them "
+                     "(constant values? check the run's rows)")
     pairing = ("rounds" if blocks["paired"].all() else "blocks" if not blocks["paired"].any()
                else "mixed") if len(blocks) else ""
     units = "runs" if n_runs >= 2 else "blocks"
@@ -215,7 +220,7 @@ def _row(claim: Claim, group: Group, family_size: int, alpha: float,
         # the fixed-sample p scaled to the level the interval was read at: below the member's
         # nominal level exactly when the interval excludes 1 (after a sequential design the raw
         # p crossed it in about 6% of A/A runs, the rate the design's calibration removes)
-        "p_value": _scaled(float(summary.p_value()), nominal / alpha),
+        "p_value": math.nan if spreadless else _scaled(float(summary.p_value()), nominal / alpha),
         "published_in_ci": None if comparison.published_ratio is None or not math.isfinite(low)
         else bool(low <= comparison.published_ratio <= high),
         **_power(comparison, summary, alpha),
@@ -276,7 +281,7 @@ def _power(comparison, summary, alpha: float) -> dict[str, float]:
     """MDE at this size, power for the published ratio, and units needed (from the observed
     spread of the top-level units; empty below two units)."""
     n = int(summary.df) + 1
-    if n < 2:
+    if n < 2 or not float(summary.se) > 0:   # no spread: nothing to plan from
         return {"sd_unit": math.nan, "mde": math.nan, "power_published": math.nan,
                 "units_needed": math.nan}
     sd = float(summary.se) * math.sqrt(n)
