@@ -770,6 +770,17 @@ def test_blocks_whose_ratios_do_not_differ_decide_nothing():
     assert "the blocks' ratios do not differ at all" in row["verdict_note"]
 
 
+def test_a_comparison_no_block_measured_on_both_sides_says_only_that():
+    # Before: "target differs: ... this ran on " (no server) and "t interval over 1 blocks (df 0)"
+    results = c4_results(n_blocks=4, n_iterations=3, paired=True, seed=3)
+    apart = ((results["condition"] == "binlog=off") & (results["repetition"] >= 2)) | \
+        ((results["condition"] == "binlog=on") & (results["repetition"] < 2))
+    row = stats.analyze(results[~apart], CLAIMS["C4"]).iloc[0]
+    assert row["verdict"] == "inconclusive" and row["n_blocks"] == 0
+    assert "fewer than two blocks" in row["verdict_note"]
+    assert "this ran on" not in row["verdict_note"] and "t interval over" not in row["verdict_note"]
+
+
 def test_should_stop_waits_decides_and_caps():
     rule = stats.StopRule(target_rel_width=0.02, min_blocks=3, max_blocks=8)
     c4 = CLAIMS["C4"]

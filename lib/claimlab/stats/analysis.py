@@ -203,12 +203,13 @@ def _row(claim: Claim, group: Group, family_size: int, alpha: float,
     # shows as blocks apart from the rest
     block_range = (f", ratio per block {math.exp(blocks['log_ratio'].min()):.3f} to "
                    f"{math.exp(blocks['log_ratio'].max()):.3f}" if len(blocks) >= 2 else "")
-    extra.append(f"t interval over {df + 1:.0f} {units} (df {df:.0f}{block_range}); "
-                 + {"rounds": "paired round by round within each server start" if comparison.statistic == "mean"
-                    else "both sides in each server start",
-                    "blocks": "each side's geometric mean per block (separate server starts)",
-                    "mixed": "paired by rounds where both sides shared a server start",
-                    "": ""}[pairing])
+    if n_blocks:
+        extra.append(f"t interval over {df + 1:.0f} {units} (df {df:.0f}{block_range}); "
+                     + {"rounds": "paired round by round within each server start" if comparison.statistic == "mean"
+                        else "both sides in each server start",
+                        "blocks": "each side's geometric mean per block (separate server starts)",
+                        "mixed": "paired by rounds where both sides shared a server start",
+                        "": ""}[pairing])
     if df < 1:
         extra.append("fewer than two blocks: no interval; needs 2+ blocks with both sides")
     row.update({

@@ -3,8 +3,9 @@
 The fast-state statistic (`observations.fast_state`) keeps each side's values within FAST_BAND
 (15%) of their server start's fastest. A slow state milder than that, x1.1 say, stays inside the
 band; when it hits one side more often than the other (40% of the treatment's values, 10% of the
-baseline's), the ratio of the two fast-state means moves by (0.4 - 0.1) log 1.1, about 3%, and an
-interval of ten blocks covered the truth in 42% of runs at a within-start spread of 2%.
+baseline's), the ratio of the two fast-state means moves by up to (0.4 - 0.1) log 1.1, about 3%:
+simulated (10 blocks x 15 rounds, within-start spread 2%), about 2%, and the interval covered
+the truth in about a fifth of runs (docs/method.md, "A slow state on one side").
 
 What shows it: such a state lifts a side's fast-state mean above its fastest values. Per block
 (server start) and side, the lift is the mean of its fast-state logs less their minimum; both

@@ -237,6 +237,6 @@ def target_note(source_target: str, server_versions: Iterable[str]) -> str:
         return any(re.match(re.escape(version) + r"(?!\d)", server) for version in versions)
 
     servers = sorted(set(server_versions))
-    if servers and all(matches(server) for server in servers):
+    if not servers or all(matches(server) for server in servers):   # none: nothing ran both sides
         return ""
     return f"target differs: source measured {source_target}, this ran on {', '.join(servers)}"
