@@ -6,8 +6,9 @@ difference, symmetric (A/B and B/A give the same interval, inverted), and block 
 are close to normal; the mean of logs is the log of the geometric mean, which Fleming &
 Wallace ("How not to lie with statistics: the correct way to summarize benchmark results",
 CACM 1986) show is the only mean of normalized results consistent under inversion. Kalibera &
-Jones (ISMM 2013, sec. 6) use the same log-ratio form for their confidence intervals of
-speedups. Interval, test, power and verdict all use this one quantity.
+Jones (ISMM 2013, sec. 6) interval a ratio of mean execution times instead (by Fieller's theorem
+or a bootstrap); `shares.fieller_ratio` serves where a ratio of means is needed. Interval, test,
+power and verdict all use the log ratio.
 
 Why a t interval over blocks, not a bootstrap: a benchmark affords few blocks (4-10). The
 percentile bootstrap of a mean over n clusters spreads with the plug-in variance and normal
