@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import re
 import secrets
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable
@@ -24,6 +25,7 @@ RESERVED_COLUMNS = frozenset(BASE_COLUMNS + TAIL_COLUMNS)
 INTERVAL_COLUMNS = ("run_id", "condition", "workload", "repetition", "iteration", "seq", "t_s",
                     "threads", "tps", "qps", "latency_p95_ms", "errors_per_s", "reconnects_per_s")
 STATUSES = ("running", "complete", "interrupted", "failed")
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]*\Z")   # a run id or an experiment: one folder name
 
 
 def new_run_id() -> str:
@@ -162,6 +164,13 @@ class RunManifest:
             raise ValueError(f"status {self.status!r} is not one of {', '.join(STATUSES)}")
         if not self.run_id or "/" in self.run_id or self.run_id.startswith("."):
             raise ValueError(f"run_id {self.run_id!r} is not a run id")
+        # a folder name of the store (<experiment>/<run id>): never a path, which an imported run
+        # could otherwise use to land outside it
+        if not isinstance(self.experiment, str) or not _NAME.fullmatch(self.experiment):
+            raise ValueError(f"experiment {self.experiment!r} is not an experiment name")
+        if not isinstance(self.checksums, dict) or not all(
+                isinstance(k, str) and isinstance(v, str) for k, v in self.checksums.items()):
+            raise ValueError("checksums: expected {file: sha256}")
         clash = RESERVED_COLUMNS & set(self.factors)
         if clash:
             raise ValueError(f"factors {sorted(clash)} are named like results columns")

@@ -59,6 +59,10 @@ def import_run(source: Path | bytes, data_root: Path | None = None) -> tuple[Pat
             shutil.copytree(source, run, symlinks=True, ignore=lambda _, names: [n for n in names if _writers_own(n)])
         manifest = _checked(run, label)
         dest = data_root / manifest.experiment / manifest.run_id
+        elsewhere = [p for p in data_root.glob(f"*/{manifest.run_id}") if p != dest]
+        if elsewhere:   # the same run under another experiment's name would be listed twice
+            raise DataError(f"{label}: run {manifest.run_id} is already stored in {elsewhere[0]}, under "
+                            "another experiment; nothing was imported")
         if dest.exists():
             if load_manifest(dest).checksums == manifest.checksums and not run_state(dest).changed:
                 return dest, False

@@ -406,6 +406,25 @@ def test_import_refuses_archives_that_reach_outside_their_run_and_unfinished_run
     assert not list((store / transfer.STAGING_DIR).iterdir())
 
 
+def test_import_refuses_a_manifest_naming_a_path_or_a_stored_run_under_another_name(tmp_path):
+    # Before: the manifest's experiment was taken as a folder: "../../escaped" put the run outside
+    # the store, "copy" stored a second copy of a stored run, 5 or "checksums": "abc" a traceback.
+    run = _finished_run(tmp_path / "made")
+    store = tmp_path / "store"
+    path, _ = transfer.import_run(run, store)
+    manifest = json.loads((run / "manifest.json").read_text())
+    for change, message in [({"experiment": "../../escaped"}, "is not an experiment name"),
+                            ({"experiment": "/tmp/claimlab-absolute"}, "is not an experiment name"),
+                            ({"experiment": 5}, "is not an experiment name"),
+                            ({"checksums": "abc"}, "checksums: expected"),
+                            ({"experiment": "copy"}, f"already stored in {path}, under another experiment")]:
+        (run / "manifest.json").write_text(json.dumps({**manifest, **change}))
+        with pytest.raises(ClaimlabError, match=message):
+            transfer.import_run(run, store)
+    assert [p for p in store.glob("*/*") if p.parent.name != transfer.STAGING_DIR] == [path]
+    assert not (tmp_path / "escaped").exists() and not Path("/tmp/claimlab-absolute").exists()
+
+
 def test_a_packed_copy_of_a_shipped_run_imports_whole(tmp_path):
     """Runs made elsewhere include shipped ones, whose tables may be Parquet (claimlab publish)."""
     from claimlab import pack
