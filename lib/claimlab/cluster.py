@@ -38,6 +38,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import time
 import uuid
 from collections import Counter
@@ -45,7 +46,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
-from .errors import ClaimlabError, DataError
+from .errors import ClaimlabError, DataError, Interrupted
 from .records import now
 from .store import load_manifest, read_jsonl, runs_root
 from .transfer import archive_run, import_run
@@ -84,7 +85,7 @@ def endpoint(scheduler: str | None, cluster_file: Path | None) -> Endpoint:
         tls: {ca_file: ca.pem, cert: client.pem, key: client-key.pem}   # optional; relative to the file
     """
     if scheduler:
-        return Endpoint(scheduler)
+        return Endpoint(_address(scheduler, "--scheduler"))
     import yaml
     try:
         doc = yaml.safe_load(cluster_file.read_text())
@@ -99,11 +100,23 @@ def endpoint(scheduler: str | None, cluster_file: Path | None) -> Endpoint:
         raise ClaimlabError(f"{cluster_file}: {unknown[0]}: not a cluster-file key (scheduler, tls)")
     tls = doc.get("tls") or {}
     if tls:
-        missing = [k for k in ("ca_file", "cert", "key") if not isinstance(tls.get(k), str)]
-        if missing or set(tls) - {"ca_file", "cert", "key"}:
+        if not isinstance(tls, dict) or set(tls) != {"ca_file", "cert", "key"} or \
+                not all(isinstance(v, str) for v in tls.values()):
             raise ClaimlabError(f"{cluster_file}: tls: expected ca_file, cert and key (paths)")
         tls = {k: str((cluster_file.parent / v).resolve()) for k, v in tls.items()}
-    return Endpoint(doc["scheduler"], tls)
+        absent = [k for k, v in tls.items() if not Path(v).is_file()]
+        if absent:
+            raise ClaimlabError(f"{cluster_file}: tls.{absent[0]}: no such file {tls[absent[0]]}")
+    return Endpoint(_address(doc["scheduler"], f"{cluster_file}: scheduler"), tls)
+
+
+def _address(address: str, where: str) -> str:
+    """A scheduler's address as Dask takes it (tcp:// or tls://, a host and a port): anything else
+    was a traceback from Dask's parser, or a wait on a port that never answered."""
+    if not re.fullmatch(r"(tcp|tls)://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.\-]+):[0-9]{1,5}", address):
+        raise ClaimlabError(f"{where} {address}: expected tcp://HOST:PORT or tls://HOST:PORT "
+                            "(the scheduler's port, 8786 by default)")
+    return address
 
 
 def connect(where: Endpoint, timeout: float = 20):
@@ -112,6 +125,10 @@ def connect(where: Endpoint, timeout: float = 20):
         return Client(where.address, security=where.security(), timeout=timeout)
     except (OSError, TimeoutError) as exc:
         raise ClaimlabError(f"--scheduler {where.address}: cannot connect ({exc})") from None
+    except TypeError as exc:     # tls:// without TLS files, in a cluster file or Dask's configuration
+        raise ClaimlabError(f"--scheduler {where.address}: cannot connect ({exc}); a tls:// scheduler needs "
+                            "the CA, certificate and key: a cluster file's tls, or Dask's distributed.comm.tls "
+                            "settings") from None
 
 
 def hosts(client) -> dict[str, str]:
@@ -336,16 +353,29 @@ def run(where: Endpoint, experiments: list[str], *, profile: str, targets: list[
                     params_mod.with_default_target(exp, target, "--target")   # a wrong name: one line, now
                     jobs += [Job(session.session, exp.name, target, name, profile) for name in sorted(on)]
             log(f"cluster session {session.session}: {len(jobs)} run(s) on {len(on)} host(s) "
-                f"({', '.join(sorted(on))}); resume with --resume {session.session}")
+                f"({', '.join(sorted(on))}); if this stops, {_resume_hint(session.session)}")
         pending = {}
         for job in jobs:
             pending[_submit(client, job, on.get(job.host, job.host), root)] = job
             journal.write("submitted", job, kind=kinds.get(job.host, ""))
-        _collect(client, journal, pending, kinds, session, data_root, root, log,
-                 MOVE_AFTER_S if move_after is None else move_after)
+        try:
+            _collect(client, journal, pending, kinds, session, data_root, root, log,
+                     MOVE_AFTER_S if move_after is None else move_after)
+        except (KeyboardInterrupt, Interrupted):   # this client stops waiting; the hosts go on
+            stopped = Interrupted(f"cluster session {session.session}: interrupted here; the hosts go on with "
+                                  "their runs and keep them in their outboxes")
+            stopped.resume = [(f"cluster session {session.session}",
+                               f"claimlab run {jobs[0].experiment if jobs else 'EXPERIMENT'} --resume "
+                               f"{session.session} with the same --scheduler or --cluster-file")]
+            raise stopped from None
     finally:
         client.close()
     return session
+
+
+def _resume_hint(session: str) -> str:
+    return (f"`claimlab run EXPERIMENT --resume {session}` with the same --scheduler or --cluster-file "
+            "collects the session's runs (any of its experiments; then `claimlab report --from-data RUN ...`)")
 
 
 def _submit(client, job: Job, host: str, root: Path):
@@ -367,7 +397,10 @@ def _collect(client, journal: Journal, pending: dict, kinds: dict[str, str], ses
     lost: dict[str, int] = {}       # key -> starts already counted as interrupted
     gone: dict[str, float] = {}     # host -> since when (monotonic) no worker of that name is there
     while pending:
-        workers = client.scheduler_info(n_workers=-1)["workers"]
+        workers = client.scheduler_info(n_workers=-1).get("workers")
+        if workers is None:   # the scheduler is gone (its answer is empty while the client reconnects)
+            raise ClaimlabError(f"cluster session {session.session}: the scheduler stopped answering; the hosts "
+                                f"keep what they measure: once it is back, {_resume_hint(session.session)}")
         live = offering(workers)
         kinds.update({name: kind for name, (_, kind) in live.items()})
         for host in {job.host for job in pending.values()}:
@@ -440,7 +473,14 @@ def _store(future, job: Job, journal: Journal, session: Session, data_root: Path
         journal.write("failed", job, reason=reason)
         log(f"{job.host}: {job.experiment} on {job.target}: {reason}; not stored")
         return
-    path, new = import_run(result["archive"], data_root)
+    try:
+        path, new = import_run(result["archive"], data_root)
+    except (DataError, OSError) as exc:   # this host's run only: the others are still stored
+        reason = str(exc).replace("the worker's archive", f"{job.host}'s archive")
+        session.failed[job] = reason
+        journal.write("failed", job, reason=reason)
+        log(f"{job.host}: {job.experiment} on {job.target}: not stored: {reason}")
+        return
     session.stored[job] = path
     journal.write("stored", job, run_id=path.name, new=new, resumed=result["resumed"])
     log(f"{job.host}: {job.experiment} on {job.target}: run {path.name} stored"
@@ -449,17 +489,25 @@ def _store(future, job: Job, journal: Journal, session: Session, data_root: Path
 
 # -- the report's runs ---------------------------------------------------------------------------
 
+def failed_line(session: Session) -> str:
+    """The runs a session could not store, by host: said last, and the exit status says it too."""
+    hosts = sorted({job.host for job in session.failed})
+    return (f"{len(session.failed)} run(s) of cluster session {session.session} not stored, on "
+            f"{', '.join(hosts)} (the reasons are above); the results cover the other hosts only")
+
+
 def report_runs(where: Endpoint, experiments: list[str] | None, *, profile: str, targets: list[str],
-                data_root: Path | None, move_after: float | None = None, log=print) -> list[str]:
-    """`claimlab report --scheduler`: every claim's runs on every host, stored here; the report
-    then re-analyses them as stored runs. A target an experiment does not declare is left out
-    for it (as `report.chosen_targets` does on one machine)."""
+                data_root: Path | None, move_after: float | None = None, log=print) -> tuple[list[str], str]:
+    """`claimlab report --scheduler`: every claim's runs on every host, stored here (their ids, and
+    a line on those not stored, "" if none); the report then re-analyses them as stored runs. A
+    target an experiment does not declare is left out for it (as `report.chosen_targets` does on
+    one machine)."""
     from . import report
     session = run(where, experiments or list(report.NOTEBOOKS), profile=profile, targets=targets,
                   declared_only=True, data_root=data_root, move_after=move_after, log=log)
     run_ids = [path.name for path in session.stored.values()]
     if not run_ids:
         raise ClaimlabError(f"--scheduler {where.address}: no run came back from any host")
-    return run_ids
+    return run_ids, failed_line(session) if session.failed else ""
 
 

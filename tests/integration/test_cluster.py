@@ -12,6 +12,7 @@ says so (`hostnet`).
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import os
@@ -268,11 +269,11 @@ def test_two_claims_over_hosts_survive_a_killed_worker_and_pool_by_host(dask_clu
     assert fresh.returncode == 0 and "imported into" in fresh.stdout, fresh.stderr
 
 
-def test_a_killed_clients_session_is_collected_by_resume(dask_cluster, tmp_path):
+def test_an_interrupted_clients_session_is_collected_by_resume(dask_cluster, tmp_path):
     store = tmp_path / "store"
     client = subprocess.Popen([sys.executable, "-m", "claimlab.cli", "run", "binlog_default", "--profile", "smoke",
                                "--target", "mariadb", "--scheduler", dask_cluster.address, "--data", str(store)],
-                              cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                               stdin=subprocess.DEVNULL)
     deadline = time.monotonic() + 60
     journal = None
@@ -280,13 +281,16 @@ def test_a_killed_clients_session_is_collected_by_resume(dask_cluster, tmp_path)
         assert time.monotonic() < deadline and client.poll() is None
         journal = next((store / cluster.JOURNAL_DIR).glob("*.jsonl"), None)
         time.sleep(0.2)
-    client.kill()
-    client.wait(timeout=30)
-    assert not list(store.glob("*/*/manifest.json"))
     session = journal.stem
+    client.send_signal(signal.SIGINT)   # Ctrl-C: the hosts go on; it says how to collect their runs
+    _, err = client.communicate(timeout=30)
+    assert client.returncode == 130, err
+    assert f"cluster session {session}: interrupted here" in err
+    assert f"resume with: claimlab run binlog_default --resume {session} with the same --scheduler" in err
+    assert not list(store.glob("*/*/manifest.json"))
     resumed = run_cli("run", "binlog_default", "--scheduler", dask_cluster.address, "--data", str(store),
                       "--resume", session, timeout=240)
-    assert resumed.returncode == 0, resumed.stderr
+    assert resumed.returncode == 1, resumed.stderr     # bench-c's run could not be made
     stored = sorted(store.glob("binlog_default/*/manifest.json"))
     assert len(stored) == 2, resumed.stdout + resumed.stderr
     assert sorted(json.loads(p.read_text())["provenance"]["host"]["worker_name"] for p in stored) == \
@@ -301,6 +305,10 @@ def test_a_killed_clients_session_is_collected_by_resume(dask_cluster, tmp_path)
 def test_a_cluster_file_names_the_scheduler_and_its_tls_files(tmp_path):
     path = tmp_path / "cluster.yaml"
     path.write_text("scheduler: tls://127.0.0.1:8786\ntls: {ca_file: ca.pem, cert: c.pem, key: k.pem}\n")
+    with pytest.raises(ClaimlabError, match=f"{path}: tls.ca_file: no such file {tmp_path / 'ca.pem'}"):
+        cluster.endpoint(None, path)    # before: "--scheduler tls://...: cannot connect (No such file...)"
+    for name in ("ca.pem", "c.pem", "k.pem"):
+        (tmp_path / name).write_text("")
     where = cluster.endpoint(None, path)
     assert where.address == "tls://127.0.0.1:8786"
     assert where.tls == {"ca_file": str(tmp_path / "ca.pem"), "cert": str(tmp_path / "c.pem"),
@@ -309,18 +317,28 @@ def test_a_cluster_file_names_the_scheduler_and_its_tls_files(tmp_path):
     assert security.require_encryption and security.tls_client_cert == str(tmp_path / "c.pem")
     assert cluster.endpoint("tcp://127.0.0.1:1", path).tls == {}    # --scheduler wins: Dask's own config
     for text, field in (("schedular: tcp://x:1\n", "scheduler"), ("scheduler: tcp://x:1\npassword: x\n", "password"),
-                        ("scheduler: tcp://x:1\ntls: {ca_file: a}\n", "tls")):
+                        ("scheduler: tcp://x:1\ntls: {ca_file: a}\n", "tls"),
+                        ("scheduler: tcp://x:1\ntls: yes\n", "tls"),
+                        ("scheduler: 127.0.0.1\n", "scheduler 127.0.0.1: expected tcp://HOST:PORT")):
         path.write_text(text)
         with pytest.raises(ClaimlabError, match=f"{path}: {field}"):
             cluster.endpoint(None, path)
+    # before: Dask's tracebacks (missing port, unknown scheme)
+    for address in ("notanaddress", "127.0.0.53", "foo://127.0.0.1:8786", "tcp://127.0.0.1"):
+        with pytest.raises(ClaimlabError, match=f"--scheduler {address}: expected tcp://HOST:PORT or tls://HOST:PORT"):
+            cluster.endpoint(address, None)
+    assert cluster.endpoint("tcp://[::1]:8786", None).address == "tcp://[::1]:8786"
 
 
 def test_a_report_over_the_cluster_has_a_per_host_view(dask_cluster, tmp_path):
     result = run_cli("report", "--scheduler", dask_cluster.address, "--profile", "smoke", "--only", "binlog_default",
                      "--targets", "mariadb", "--data", str(tmp_path / "store"), "--out", str(tmp_path / "reports"),
                      "--figures", str(tmp_path / "figures"), timeout=240)
-    assert result.returncode == 0, result.stderr
+    # bench-c's run is missing: said last, and in the exit status (it was 0)
+    assert result.returncode == 1, result.stderr
     assert "bench-c: binlog_default on mariadb not run: " in result.stderr
+    assert result.stderr.strip().splitlines()[-1].startswith("claimlab: 1 run(s) of cluster session ")
+    assert "on bench-c (the reasons are above)" in result.stderr
     per_host = pd.read_csv(tmp_path / "reports" / "hosts.csv")
     pooled = pd.read_csv(tmp_path / "reports" / "hosts_pooled.csv")
     assert sorted(per_host["host"]) == ["bench-a", "bench-b"] and per_host["processor"].str.len().min() > 0
@@ -371,6 +389,35 @@ def _finished_run(root: Path) -> Path:
     store.event("note", what="no measurement: the store's own files are enough to import")
     store.finish("complete")
     return store.path
+
+
+class _Done:
+    """A finished task as `_store` reads it (Dask's future: .result())."""
+
+    def __init__(self, result):
+        self._result = result
+
+    def result(self):
+        return self._result
+
+
+def test_a_hosts_archive_that_fails_its_checks_fails_that_job_only(tmp_path):
+    # Before: the DataError ended the session; the other hosts' good runs were never stored and
+    # every --resume stopped on it again.
+    store = tmp_path / "store"
+    session, journal = cluster.Session("s1"), cluster.Journal(store, "s1")
+    good, bad = _finished_run(tmp_path / "a"), _finished_run(tmp_path / "b")
+    (bad / "events.jsonl").write_text((bad / "events.jsonl").read_text() + "\n")   # edited after the run
+    said = []
+    for run, host in ((bad, "bench-b"), (good, "bench-a")):
+        archive = transfer.archive_run(run)
+        job = cluster.Job("s1", "exp", "mariadb", host, "smoke")
+        cluster._store(_Done({"archive": archive, "sha256": hashlib.sha256(archive).hexdigest(), "resumed": False}),
+                       job, journal, session, store, said.append)
+    assert [j.host for j in session.failed] == ["bench-b"] and [j.host for j in session.stored] == ["bench-a"]
+    assert "bench-b's archive" in session.failed[next(iter(session.failed))]
+    assert [r["event"] for r in journal.read()] == ["failed", "stored"]
+    assert said[0].startswith("bench-b: exp on mariadb: not stored: ")
 
 
 def test_import_refuses_archives_that_reach_outside_their_run_and_unfinished_runs(tmp_path):

@@ -156,6 +156,17 @@ def test_a_shipped_run_is_never_resumed_nor_locked(frozen_checkout, monkeypatch,
     assert sorted(p.name for p in shipped.iterdir()) == before
 
 
+def test_a_params_file_of_ones_own_is_refused_on_a_cluster(tmp_path, capsys):
+    # Before: the job named its experiment and the workers ran the checkout's params/ file of that
+    # name (256M where the user's copy said 64M), or failed naming a file the user never gave.
+    mine = tmp_path / "binlog_default.yaml"
+    mine.write_text((ROOT / "params" / "binlog_default.yaml").read_text().replace("256M", "64M"))
+    assert cli.main(["run", str(mine), "--scheduler", "tcp://127.0.0.1:1"]) == 1
+    assert capsys.readouterr().err.strip().splitlines() == [
+        f"claimlab: error: {mine}: a cluster job sends an experiment of params/ by name; copy this file to "
+        "params/ under a name of its own and run that name"]
+
+
 def test_analyze_says_how_to_settle_a_verdict_near_an_edge(capsys, tmp_path):
     # every comparison the analysis marks near an edge gets one line naming the command to rerun it:
     # a copy of the frozen C1 run, the mismatched charset's values 4% higher, which moves mismatch

@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 from .. import params as params_mod
-from . import READ_HELP, cluster_options, on_cluster
+from . import EXIT_ERROR, READ_HELP, cluster_options, on_cluster
 
 NAME = "report"
 STARTS_SERVERS = True   # reaps the servers a killed claimlab left, then runs under signals_raise
@@ -51,11 +51,12 @@ def main(args) -> int:
         print(f"report: {msg}", file=sys.stderr)
 
     started = time.time()
+    failed = ""
     if on_cluster(args) and args.from_data is None:   # the run phase on the cluster's hosts
         from .. import cluster
-        args.from_data = cluster.report_runs(cluster.endpoint(args.scheduler, args.cluster_file), args.only,
-                                             profile=args.profile, targets=args.targets, data_root=args.data,
-                                             move_after=args.move_after, log=log)
+        args.from_data, failed = cluster.report_runs(cluster.endpoint(args.scheduler, args.cluster_file), args.only,
+                                                     profile=args.profile, targets=args.targets,
+                                                     data_root=args.data, move_after=args.move_after, log=log)
     if args.from_data is None:   # the run phase, here in the command: an interrupt stops its servers
         runs = campaign.measure(args.only, profile=args.profile, targets=args.targets, data_dir=args.data,
                                 cpu_evidence=args.cpu_evidence, log=log)
@@ -78,4 +79,7 @@ def main(args) -> int:
             print(f"slow hour: {line}")
         for line in edge_lines(rows):
             print(f"near an edge: {line}")
+    if failed:
+        print(f"claimlab: {failed}", file=sys.stderr)
+        return EXIT_ERROR
     return 0

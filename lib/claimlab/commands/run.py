@@ -81,7 +81,15 @@ def _run_on_cluster(args) -> int:
     if args.work:
         raise ClaimlabError("--work: each worker measures in its own scratch space (CLAIMLAB_WORKER_DIR on "
                             "the worker), so --work does not go with --scheduler or --cluster-file")
-    session = cluster.run(cluster.endpoint(args.scheduler, args.cluster_file), [args.params],
+    given, name = Path(args.params), args.params
+    if given.suffix in (".yaml", ".yml") or len(given.parts) > 1:
+        name = given.stem
+        from ..store import project_root
+        own = project_root() / "params" / f"{given.stem}.yaml"
+        if given.resolve() != own.resolve():   # a job names its experiment; the checkout's file was sent
+            raise ClaimlabError(f"{args.params}: a cluster job sends an experiment of params/ by name; copy "
+                                f"this file to params/ under a name of its own and run that name")
+    session = cluster.run(cluster.endpoint(args.scheduler, args.cluster_file), [name],
                           profile=args.profile, targets=[args.target] if args.target else None,
                           data_root=args.data, resume=args.resume, move_after=args.move_after,
                           log=lambda line: print(line, file=sys.stderr))
@@ -89,4 +97,7 @@ def _run_on_cluster(args) -> int:
         print(f"run {path.name}: {job.experiment} on {job.target}, host {job.host}, stored in {path}")
     if session.stored:
         print(f"next: claimlab analyze {' '.join(p.name for p in session.stored.values())}")
-    return EXIT_ERROR if session.failed and not session.stored else 0
+    if session.failed:   # a script must see that a host's run is missing, not only a person
+        print(f"claimlab: {cluster.failed_line(session)}", file=sys.stderr)
+        return EXIT_ERROR
+    return 0
