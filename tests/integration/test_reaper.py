@@ -14,6 +14,9 @@ def test_any_command_that_starts_servers_first_reaps_orphans(tmp_path, default_t
     (run_dir / ".lock").touch()            # nobody holds it: the run that made it is dead
     reaper.mark(run_dir, run_dir.name)     # and claimlab made it
     orphan = Launcher(run_dir).prepare(default_target, ServerOptions()).start()
+    # as if claimlab had died between the server's start and its pid file (a killed Dask worker):
+    # before, such a server ran on, and its directory was removed from under it
+    orphan.pid_file.unlink()
     try:
         result = run_cli("diff", "no_such_target", "no_such_target", "--work", str(tmp_path / "work"))
         assert result.returncode == 1 and "declares a target named 'no_such_target'" in result.stderr

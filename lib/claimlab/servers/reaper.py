@@ -7,9 +7,10 @@ A run's directory under the work root holds a `.lock` that the live run keeps lo
 whose marker names the directory itself, is claimlab's: anything else under `--work` (a project
 that happens to hold a `.lock`, a symbolic link to anywhere) is never touched, and nothing is
 reached through a symbolic link. A marked directory whose lock nobody holds belongs to a dead
-run. Its servers are stopped by their pid files, only when the process's command line names that
-directory's option file, and its sysbench processes by theirs, only when the process started at
-the recorded time, so a recycled pid is never hit.
+run. Its servers are stopped when the process's command line names that directory's option file
+(found by their pid files, and by a scan for one killed before it wrote its own), and its sysbench
+processes by their pid files, only when the process started at the recorded time, so a recycled
+pid is never hit.
 """
 
 from __future__ import annotations
@@ -90,7 +91,10 @@ def reap_stale(work_root: Path) -> list[int]:
             for home in homes:
                 pid_file, cnf = home / "server.pid", home / "my.cnf"
                 pid = _read_pid(pid_file) if _regular(pid_file) else None
-                if pid and _started_with(pid, cnf):
+                pids = {pid} if pid and _started_with(pid, cnf) else set()
+                if _regular(cnf):   # one killed between its start and its pid file has none
+                    pids |= _started_with_file(cnf)
+                for pid in sorted(pids):
                     _terminate(pid)
                     reaped.append(pid)
                 if _regular(cnf):
@@ -150,6 +154,21 @@ def _started_with(pid: int, cnf: Path) -> bool:
         return f"--defaults-file={cnf}" in psutil.Process(pid).cmdline()
     except psutil.Error:   # gone, a zombie, or not ours to read
         return False
+
+
+def _started_with_file(cnf: Path) -> set[int]:
+    """Every process whose command line names this option file: a server, or an initialisation's
+    own server, whose claimlab died before it wrote a pid file (seen when a Dask worker was killed
+    as its servers started: the server ran on, unattached, through later measurements)."""
+    wanted = f"--defaults-file={cnf}"
+    found = set()
+    for process in psutil.process_iter(["cmdline"]):
+        try:
+            if wanted in (process.info["cmdline"] or []) and process.status() != psutil.STATUS_ZOMBIE:
+                found.add(process.pid)
+        except psutil.Error:
+            continue
+    return found
 
 
 def _terminate(pid: int, timeout: float = 30.0) -> None:
