@@ -334,6 +334,8 @@ def run(where: Endpoint, experiments: list[str], *, profile: str, targets: list[
             jobs = journal.unfinished(records)
             kinds = {r["host"]: r["kind"] for r in records if r.get("kind")} | kinds
             session = Session(resume)
+            if not jobs:
+                log(f"cluster session {resume}: every job is stored or failed; nothing left to collect")
             gone = sorted({j.host for j in jobs} - set(on))
             if gone:
                 log(f"waiting for host(s) {', '.join(gone)}: their jobs are sent when their workers join")
@@ -459,8 +461,16 @@ def _move(client, future, job: Job, pending: dict, live: dict[str, tuple[str, st
 
 
 def _store(future, job: Job, journal: Journal, session: Session, data_root: Path, log) -> None:
+    from distributed import KilledWorker
     try:
         result = future.result()
+    except KilledWorker as exc:   # its worker died mid-run again and again: the run waits on the host
+        reason = f"its worker died mid-run too often for Dask to send it again ({type(exc).__name__})"
+        session.failed[job] = reason
+        journal.write("interrupted", job, reason=reason)    # not "failed": --resume sends it again
+        log(f"{job.host}: {job.experiment} on {job.target}: its worker died during the run too often for Dask "
+            f"to send it again; the host keeps what it measured, and {_resume_hint(job.session)}")
+        return
     except Exception as exc:   # noqa: BLE001 - a host's failure is its own line; the others go on
         reason = " | ".join(line.strip() for line in str(exc).splitlines() if line.strip()) or type(exc).__name__
         session.failed[job] = reason

@@ -420,6 +420,29 @@ def test_a_hosts_archive_that_fails_its_checks_fails_that_job_only(tmp_path):
     assert said[0].startswith("bench-b: exp on mariadb: not stored: ")
 
 
+class _Raised:
+    def __init__(self, exc):
+        self._exc = exc
+
+    def result(self):
+        raise self._exc
+
+
+def test_a_job_whose_worker_died_too_often_is_sent_again_on_resume(tmp_path):
+    # Before: Dask's KilledWorker was journalled "failed", which --resume never sends again, while
+    # the run's measurements waited on the host.
+    from distributed import KilledWorker
+    store = tmp_path / "store"
+    session, journal = cluster.Session("s2"), cluster.Journal(store, "s2")
+    job = cluster.Job("s2", "exp", "mariadb", "bench-a", "smoke")
+    journal.write("submitted", job)
+    said = []
+    cluster._store(_Raised(KilledWorker("task", "tcp://10.0.0.1:1", 3)), job, journal, session, store, said.append)
+    assert list(session.failed) == [job] and "died mid-run too often" in session.failed[job]
+    assert journal.unfinished(journal.read()) == [job]
+    assert "the host keeps what it measured" in said[0] and "--resume s2" in said[0]
+
+
 def test_import_refuses_archives_that_reach_outside_their_run_and_unfinished_runs(tmp_path):
     run = _finished_run(tmp_path / "made")
     evil = tmp_path / "evil.tar.gz"
