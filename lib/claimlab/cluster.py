@@ -120,15 +120,36 @@ def _address(address: str, where: str) -> str:
 
 
 def connect(where: Endpoint, timeout: float = 20):
+    """A client of the scheduler, or one line. Dask's own timeout does not cover a port where
+    something else answers (the dashboard's HTTP port: it waited for good), so the attempt runs
+    in a thread of its own with a deadline."""
+    import threading
+
     from distributed import Client
-    try:
-        return Client(where.address, security=where.security(), timeout=timeout)
-    except (OSError, TimeoutError) as exc:
-        raise ClaimlabError(f"--scheduler {where.address}: cannot connect ({exc})") from None
-    except TypeError as exc:     # tls:// without TLS files, in a cluster file or Dask's configuration
-        raise ClaimlabError(f"--scheduler {where.address}: cannot connect ({exc}); a tls:// scheduler needs "
+    made: dict = {}
+
+    def attempt() -> None:
+        try:
+            made["client"] = Client(where.address, security=where.security(), timeout=timeout)
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller below
+            made["error"] = exc
+
+    thread = threading.Thread(target=attempt, name="claimlab-connect", daemon=True)
+    thread.start()
+    thread.join(timeout + 5)
+    if thread.is_alive():
+        raise ClaimlabError(f"--scheduler {where.address}: no Dask scheduler answered in {timeout + 5:g} s "
+                            "(another program's port, such as the dashboard's?)")
+    error = made.get("error")
+    if isinstance(error, (OSError, TimeoutError)):
+        raise ClaimlabError(f"--scheduler {where.address}: cannot connect ({error})") from None
+    if isinstance(error, TypeError):     # tls:// without TLS files, in a cluster file or Dask's configuration
+        raise ClaimlabError(f"--scheduler {where.address}: cannot connect ({error}); a tls:// scheduler needs "
                             "the CA, certificate and key: a cluster file's tls, or Dask's distributed.comm.tls "
                             "settings") from None
+    if error is not None:
+        raise error
+    return made["client"]
 
 
 def hosts(client) -> dict[str, str]:

@@ -330,6 +330,25 @@ def test_a_cluster_file_names_the_scheduler_and_its_tls_files(tmp_path):
     assert cluster.endpoint("tcp://[::1]:8786", None).address == "tcp://[::1]:8786"
 
 
+def test_a_port_where_no_scheduler_answers_is_one_line_in_bounded_time():
+    # Before: pointed at the dashboard's HTTP port, the client waited for good (Dask's timeout does
+    # not cover a peer that accepts and never speaks Dask's protocol)
+    import socketserver
+    import threading
+
+    class Silent(socketserver.BaseRequestHandler):
+        def handle(self):
+            time.sleep(30)
+
+    with socketserver.ThreadingTCPServer(("127.0.0.1", 0), Silent) as server:
+        server.daemon_threads = True
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        address = f"tcp://127.0.0.1:{server.server_address[1]}"
+        with pytest.raises(ClaimlabError, match=f"--scheduler {address}: no Dask scheduler answered in 6 s"):
+            cluster.connect(cluster.Endpoint(address), timeout=1)
+        server.shutdown()
+
+
 def test_a_report_over_the_cluster_has_a_per_host_view(dask_cluster, tmp_path):
     result = run_cli("report", "--scheduler", dask_cluster.address, "--profile", "smoke", "--only", "binlog_default",
                      "--targets", "mariadb", "--data", str(tmp_path / "store"), "--out", str(tmp_path / "reports"),
