@@ -24,6 +24,7 @@ import sys
 import tarfile
 import time
 import warnings
+from concurrent.futures import Future
 from pathlib import Path
 
 import pandas as pd
@@ -410,14 +411,14 @@ def _finished_run(root: Path) -> Path:
     return store.path
 
 
-class _Done:
-    """A finished task as `_store` reads it (Dask's future: .result())."""
-
-    def __init__(self, result):
-        self._result = result
-
-    def result(self):
-        return self._result
+def _finished(result=None, error: BaseException | None = None) -> Future:
+    """A finished task as `_store` reads it (`.result()`, as Dask's futures)."""
+    future = Future()
+    if error is not None:
+        future.set_exception(error)
+    else:
+        future.set_result(result)
+    return future
 
 
 def test_a_hosts_archive_that_fails_its_checks_fails_that_job_only(tmp_path):
@@ -431,20 +432,13 @@ def test_a_hosts_archive_that_fails_its_checks_fails_that_job_only(tmp_path):
     for run, host in ((bad, "bench-b"), (good, "bench-a")):
         archive = transfer.archive_run(run)
         job = cluster.Job("s1", "exp", "mariadb", host, "smoke")
-        cluster._store(_Done({"archive": archive, "sha256": hashlib.sha256(archive).hexdigest(), "resumed": False}),
+        cluster._store(_finished({"archive": archive, "sha256": hashlib.sha256(archive).hexdigest(),
+                                  "resumed": False}),
                        job, journal, session, store, said.append)
     assert [j.host for j in session.failed] == ["bench-b"] and [j.host for j in session.stored] == ["bench-a"]
     assert "bench-b's archive" in session.failed[next(iter(session.failed))]
     assert [r["event"] for r in journal.read()] == ["failed", "stored"]
     assert said[0].startswith("bench-b: exp on mariadb: not stored: ")
-
-
-class _Raised:
-    def __init__(self, exc):
-        self._exc = exc
-
-    def result(self):
-        raise self._exc
 
 
 def test_a_job_whose_worker_died_too_often_is_sent_again_on_resume(tmp_path):
@@ -456,7 +450,8 @@ def test_a_job_whose_worker_died_too_often_is_sent_again_on_resume(tmp_path):
     job = cluster.Job("s2", "exp", "mariadb", "bench-a", "smoke")
     journal.write("submitted", job)
     said = []
-    cluster._store(_Raised(KilledWorker("task", "tcp://10.0.0.1:1", 3)), job, journal, session, store, said.append)
+    cluster._store(_finished(error=KilledWorker("task", "tcp://10.0.0.1:1", 3)), job, journal, session, store,
+                   said.append)
     assert list(session.failed) == [job] and "died mid-run too often" in session.failed[job]
     assert journal.unfinished(journal.read()) == [job]
     assert "the host keeps what it measured" in said[0] and "--resume s2" in said[0]
