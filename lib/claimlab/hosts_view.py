@@ -120,9 +120,12 @@ def host_view_html(run_ids: list[str], table=None, data_root: Path | None = None
         if not hosts:
             return "<p>No run to show by host.</p>"
         name, cpus = next(iter(hosts.items()))
-        where = "this machine" if name == "local" else f"host {name}"
-        return (f"<p>All {len(run_ids)} runs come from one host ({html.escape(where)}: "
-                f"{html.escape('; '.join(sorted(cpus)))}), so there is no per-host view: runs from several "
+        processors = html.escape("; ".join(sorted(cpus)))
+        if name == "local":   # made without a cluster: no host name was recorded, only the processor
+            made = f"were made outside a Dask cluster, with no host name recorded (processors: {processors})"
+        else:
+            made = f"come from one host ({html.escape(name)}: {processors})"
+        return (f"<p>All {len(run_ids)} runs {made}, so there is no per-host view: runs from several "
                 "hosts (<code>claimlab run --scheduler</code>, or <code>claimlab import</code>) give one.</p>")
     per_host, pooled = host_tables(run_ids, data_root)
     return wording.table_html(

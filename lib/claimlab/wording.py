@@ -131,7 +131,8 @@ LEVEL_WORDS: dict[str, dict[str, str | dict[str, str]]] = {
     "charset": {"latin1": "latin1 throughout", "utf8mb4": "utf8mb4 throughout",
                 "mismatch": "latin1 client, utf8mb4 server"},
     "collation": {"uca_ai": {"mysql": "utf8mb4_0900_ai_ci", "mariadb": "utf8mb4_uca1400_ai_ci"}},
-    "binlog": {"on": "binary log on", "off": "binary log off"},
+    "binlog": {"on": "binary log on", "off": "binary log off",
+               "log_bin_OFF": "log_bin=OFF in the option file", "log_bin_0": "log_bin=0 in the option file"},
     "server": {"defaults": "the server's own defaults", "v57_values": "5.7 values",
                "v80_binlog": "8.0 binlog defaults", "mysql57": "MySQL 5.7.23", "mysql80": "MySQL 8.0.40",
                "mysql80_skip_log_bin": "MySQL 8.0.40, binary log off", "mysql8027": "MySQL 8.0.27",
@@ -171,7 +172,18 @@ def comparison_words(row, family: str | None = None, workload: bool | set = Fals
     defaults vs 5.7 values (insert loop)" with `workload`; never its key (`uca_ai_vs_utf8mb3`)."""
     if family is None and isinstance(row.get("server_version"), str):
         family = server_family(row["server_version"])
-    text = f"{level_words(row['treatment'], family)} vs {level_words(row['baseline'], family)}"
+    treatment, baseline = level_words(row['treatment'], family), level_words(row['baseline'], family)
+    if "+" in str(row.get("target")) and isinstance(row.get("server_version"), str):
+        # two servers, one of them the target's own: "the server's own defaults" would not say which
+        # ("MySQL 9.7.4 vs MySQL 5.7.23", not "the server's own defaults vs MySQL 5.7.23")
+        names = server_name(row["server_version"], row.get("target")).split(", ")
+        sides = [treatment, baseline]
+        for i in (0, 1):
+            rest = [n for n in names if n != sides[1 - i]]
+            if sides[i] == LEVEL_WORDS["server"]["defaults"] and len(rest) == 1:
+                sides[i] = rest[0]
+        treatment, baseline = sides
+    text = f"{treatment} vs {baseline}"
     name = row.get("workload")
     if isinstance(workload, set):   # several_workloads: the claims that must name theirs
         workload = row.get("claim") in workload

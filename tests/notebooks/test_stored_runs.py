@@ -119,8 +119,8 @@ def test_summary_notebook_runs_from_shipped_data(from_data, frozen_checkout):
     assert outputs.count("<td>MariaDB 10.11.19 (apart)</td>") == len(claims)
     # the published runs come from one host: the per-host view says so in one line
     shipped = report.shipped_run_ids(frozen_checkout)
-    assert re.search(rf"<p>All {len(shipped)} runs come from one host \(this machine: [^<]*\), so there is no "
-                     r"per-host view", text)
+    assert re.search(rf"<p>All {len(shipped)} runs were made outside a Dask cluster, with no host name recorded "
+                     r"\(processors: [^<]*\), so there is no per-host view", text)
 
 
 def test_claim_reports_from_shipped_data_fit_the_page_and_name_cpu_samples(from_data, frozen_checkout, browser):
@@ -152,7 +152,7 @@ def test_the_rendered_summary_shows_the_version_ladder_and_the_host_view(from_da
     assert headings.index("Forest-plot") < headings.index("Version-ladder") < headings.index("By-host")
     ladder_part = page.split('id="Version-ladder"', 1)[1].split('id="By-host"', 1)[0]
     assert "<td>MariaDB 10.11.19 (apart)</td>" in ladder_part and "data:image/png;base64," in ladder_part
-    assert "runs come from one host" in page.split('id="By-host"', 1)[1]
+    assert "runs were made outside a Dask cluster" in page.split('id="By-host"', 1)[1]
 
 
 def test_exploration_notebook_reads_several_sessions_without_a_server(tmp_path, frozen_checkout, monkeypatch):

@@ -154,6 +154,13 @@ def test_levels_and_comparisons_are_named_by_what_they_are_never_by_their_key():
     c2 = _row(claim="C2", comparison="uca_ai_vs_utf8mb3", baseline="collation=utf8mb3_general_ci",
               treatment="collation=uca_ai", server_version="9.7.4-2")
     assert wording.comparison_words(c2) == "utf8mb4_0900_ai_ci vs utf8mb3_general_ci"
+    # two servers, the target's own with its defaults: named by its version (it read "the server's
+    # own defaults vs MySQL 5.7.23", beside the 9.7.4 option sets' "the server's own defaults vs 5.7 values")
+    v97 = _row(claim="C3", comparison="v97_vs_v57_insert", baseline="server=mysql57", treatment="server=defaults",
+               target="mysql+mysql57", server_version="5.7.23, 9.7.4-2")
+    assert wording.comparison_words(v97) == "MySQL 9.7.4 vs MySQL 5.7.23"
+    c4 = _row(treatment="binlog=log_bin_OFF", baseline="binlog=on")     # it read "log_bin_OFF vs binary log on"
+    assert wording.comparison_words(c4) == "log_bin=OFF in the option file vs binary log on"
     table = pd.DataFrame([c2, c3]).assign(rerun_chance=0.9)
     pages = cards.cards_html(table) + cards.verdict_table_html(table) + cards.notes_html(table)
     for key in ("uca_ai", "v80_binlog", "v57_values", "defaults80", "_vs_", "elapsed_s"):
