@@ -335,12 +335,24 @@ def analyze_runs(run_ids: Iterable[str], data_root: Path | None = None, *, accep
         table = stats.analyze(results, claim, stop_rule={path.name: rule for path, _, rule, *_ in runs}, **options)
         notes = (tuple(note for *_, note, _ in runs if note) + _hardware_note([path for path, *_ in runs])
                  + _untested_experiments(results, claim))
-        # The target the runs were made with: a comparison whose levels start their own servers
-        # has a target like "mysql57+mysql80", which `claimlab run --target` does not take.
-        run_target = " ".join(sorted({str(t) for *_, t in runs if t}))
-        out.append(Analysis(names, runs[0][0], results, claim, table.assign(run_id=names, run_target=run_target),
+        # The target each row's runs were made with: a comparison whose levels start their own
+        # servers has a target like "mysql57+mysql80", which `claimlab run --target` does not take.
+        made_with = {path.name: str(t) for path, *_, t in runs if t}
+        in_run = results.groupby("run_id")["target"].agg(lambda ts: set(ts.astype(str)))
+        out.append(Analysis(names, runs[0][0], results, claim,
+                            table.assign(run_id=names, run_target=[_run_target(t, in_run, made_with)
+                                                                   for t in table["target"]]),
                             notes, tuple(path for path, *_ in runs)))
     return out
+
+
+def _run_target(target, in_run: pd.Series, made_with: dict[str, str]) -> str:
+    """The --target of the runs that hold most of a row's servers (its target's parts): the runs
+    that measured it, when runs of several targets are analysed together."""
+    parts = set(str(target).split("+"))
+    held = {run: len(targets & parts) for run, targets in in_run.items() if run in made_with}
+    most = max(held.values(), default=0)
+    return " ".join(sorted({made_with[run] for run, n in held.items() if n == most and n}))
 
 
 def _untested_experiments(results: pd.DataFrame, claim: Claim) -> tuple[str, ...]:

@@ -85,3 +85,15 @@ def test_runs_of_a_renamed_params_file_are_said_to_be_tested_by_no_comparison():
         "the runs of experiment 'mine_collation_cost' are tested by none of C2's comparisons, which name "
         "'collation_cost' (data/claims.yaml); name the params file as they do",)
     assert report._untested_experiments(results.iloc[1:], claim) == ()
+
+
+def test_a_rows_rerun_target_is_that_of_the_runs_that_measured_it():
+    # C3's report analyses its MariaDB and MySQL runs together: "mariadb mysql" for every row made
+    # the rerun command fall back to a target no params file declares ("mysql80+mysql80fork")
+    import pandas as pd
+    in_run = pd.Series({"a": {"mariadb"}, "b": {"mysql", "mysql57", "mysql80", "mysql80fork"}})
+    made_with = {"a": "mariadb", "b": "mysql"}
+    assert report._run_target("mysql80+mysql80fork", in_run, made_with) == "mysql"
+    assert report._run_target("mariadb+mysql+mysql57", in_run, made_with) == "mysql"
+    assert report._run_target("mariadb", in_run, made_with) == "mariadb"
+    assert report._run_target("elsewhere", in_run, made_with) == ""
