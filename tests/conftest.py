@@ -357,6 +357,14 @@ OVERFLOW_JS = """return Array.from(document.querySelectorAll('table, img, svg, .
 }).map(e => e.tagName + ' ' + Math.round(e.getBoundingClientRect().right) + 'px');"""
 
 
+def settle(browser) -> None:
+    """Wait until the page's fonts are loaded and laid out before measuring it. A table once
+    measured 1317 px wide in a full suite and not alone; a font still loading under the suite's
+    load on two cores (the fallback's wider glyphs) is the likely cause."""
+    browser.execute_async_script("const done = arguments[arguments.length - 1]; document.fonts.ready.then("
+                                 "() => requestAnimationFrame(() => requestAnimationFrame(() => done(true))));")
+
+
 def headless_browser(profile_dir: Path):
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service

@@ -16,7 +16,7 @@ import pytest
 from claimlab import ablation, campaign, datacache, report
 from claimlab.servers import ServerOptions
 from claimlab.store import find_run, list_runs, read_jsonl, read_manifest, read_results
-from conftest import OVERFLOW_JS, ROOT, copy_run, frozen, module_scratch, notebook_errors
+from conftest import OVERFLOW_JS, ROOT, copy_run, frozen, module_scratch, notebook_errors, settle
 
 TOGGLES_STAND_IN = """
 description: Two of Yangsh888's toggles on MariaDB, standing in for the 8.0.40 ablation in the smoke report.
@@ -218,6 +218,7 @@ def test_report_opens_in_a_real_browser(built, browser, page, figures):
     base, _ = built
     browser.get_log("browser")                     # what earlier pages logged is theirs
     browser.get((base / "reports" / page).as_uri())
+    settle(browser)
     images = browser.execute_script(
         "return Array.from(document.images).map(i => [i.complete, i.naturalWidth, i.src.slice(0, 30)]);")
     errors = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]

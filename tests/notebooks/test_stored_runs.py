@@ -15,7 +15,7 @@ import pytest
 
 from claimlab import report
 from claimlab.store import read_manifest
-from conftest import OVERFLOW_JS, RAW, ROOT, frozen, notebook_errors
+from conftest import OVERFLOW_JS, RAW, ROOT, frozen, notebook_errors, settle
 
 
 def _claims(checkout: Path) -> list[str]:
@@ -140,6 +140,7 @@ def test_claim_reports_from_shipped_data_fit_the_page_and_name_cpu_samples(from_
     assert 'href="05_why_slower.html"' in (out / "index.html").read_text()
     for path in pages:
         browser.get(path.as_uri())
+        settle(browser)
         assert browser.execute_script(OVERFLOW_JS) == [], path.name
 
 
