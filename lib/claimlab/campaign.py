@@ -174,7 +174,7 @@ def _check_verified(path: Path) -> None:
     notebook's traceback, advising an option `report` does not have."""
     from .store import run_state
     state = run_state(path)
-    if state.changed or (not state.verified and state.status != "running"):
+    if state.refused:
         raise DataError(f"--from-data: {path}: {state.note}; the reports render verified runs only "
                         f"(`claimlab analyze {path.name} --accept-modified` reads it)")
 

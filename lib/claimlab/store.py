@@ -125,6 +125,12 @@ class RunState:
     changed: tuple[str, ...]
 
     @property
+    def refused(self) -> bool:
+        """Edited after the run, or ended without checksums (every run that ends writes them):
+        refused unless a reader accepts modified data."""
+        return bool(self.changed) or (not self.verified and self.status != "running")
+
+    @property
     def note(self) -> str:
         if self.changed:
             return f"modified after the run: {', '.join(self.changed)}"
@@ -222,8 +228,7 @@ def _verified(path: str | os.PathLike, accept_modified: bool) -> RunState:
     if state.changed and not accept_modified:
         raise DataError(f"{path}: {', '.join(state.changed)} changed after the run (checksum mismatch); "
                         "pass --accept-modified to analyse it anyway")
-    if not state.verified and state.status != "running" and not accept_modified:
-        # every run that ends (complete, interrupted, failed) writes its checksums as it ends
+    if state.refused and not accept_modified:
         raise DataError(f"{path}: the run ended ({state.status}) but its manifest holds no checksums, so "
                         "its files cannot be verified; pass --accept-modified to analyse it anyway")
     return state
