@@ -175,3 +175,13 @@ def test_a_table_states_its_interval_level_once_and_exactly():
     assert html.count("<table") == 2 and html.count("Intervals at 97.5%") == 1 and html.count("Intervals at 95%") == 1
     assert "98%" not in html and "95% low" not in html and "<th>low</th>" in html
     assert "97.5% interval" in cards.card_html(_row(confidence=0.975), "mysql")
+
+
+def test_a_ratio_far_out_is_said_as_such_in_the_verdict_table():
+    # Before: two blocks at 98.75% read "0.0000000000000000000000000000000239" to "35,199,000":
+    # a table 1,565 px wide on a 1,280 px page
+    assert cards.bounded_ratio(2.39e-32) == "< 0.001" and cards.bounded_ratio(3.52e7) == "> 1,000"
+    assert cards.bounded_ratio(0.918) == "0.918" and cards.bounded_ratio(math.nan) == "—"
+    table = cards.verdict_table_html(pd.DataFrame([_row(estimate=0.918, ci_low=2.39e-32, ci_high=3.52e7,
+                                                      rerun_chance=0.5)]))
+    assert ">&lt; 0.001<" in table and ">&gt; 1,000<" in table and "00000" not in table
