@@ -168,7 +168,11 @@ def offering(workers: dict) -> dict[str, tuple[str, str]]:
     for address, info in workers.items():
         resources = info.get("resources", {})
         if resources.get(RESOURCE, 0) >= 1:
-            out[str(info.get("name", address))] = (info["host"], worker_kind(resources))
+            name = str(info.get("name", address))
+            if name == address:   # Dask names an unnamed worker by its address, whose port changes
+                raise ClaimlabError(f"cluster: the worker at {address} has no name; start it with "
+                                    f"`--name HOST` (the host's name in manifests, and how --resume finds it)")
+            out[name] = (info["host"], worker_kind(resources))
     return out
 
 
@@ -287,6 +291,11 @@ class Session:
     moved: dict[Job, Job] = field(default_factory=dict)     # the job of a host gone -> the job sent instead
 
 
+_JOB_FIELDS = ("experiment", "target", "host", "profile", "key")
+_JOURNAL_FIELDS = {"submitted": _JOB_FIELDS, "moved": (*_JOB_FIELDS, "to"), "interrupted": _JOB_FIELDS,
+                   "stored": _JOB_FIELDS, "failed": _JOB_FIELDS}
+
+
 class Journal:
     """The client's record of a session (append-only JSON lines under the data root): what was
     sent, which host was lost mid-run, what was stored or failed. `--resume` reads it."""
@@ -303,9 +312,19 @@ class Journal:
         append_lines(self.path, json.dumps({"at": now(), "event": event, **where, **fields}, sort_keys=True) + "\n")
 
     def read(self) -> list[dict]:
+        """The session's records, each checked for the fields `unfinished` reads: a hand-edited or
+        damaged journal is refused with its entry named, not met as a KeyError mid-resume."""
         if not self.path.exists():
             raise ClaimlabError(f"no cluster session {self.path.stem!r} under {self.path.parent}")
-        return read_jsonl(self.path)
+        records = read_jsonl(self.path)
+        for number, r in enumerate(records, 1):
+            needed = _JOURNAL_FIELDS.get(r.get("event") if isinstance(r, dict) else None)
+            missing = [f for f in needed or () if not isinstance(r.get(f), str)]
+            if needed is None or missing:
+                what = f"lacks {', '.join(missing)}" if needed else "is no event of a session journal"
+                raise DataError(f"{self.path}: entry {number} {what}; restore the file from a backup, or "
+                                f"start a new session (its stored runs stay in the data root)")
+        return records
 
     def unfinished(self, records: list[dict]) -> list[Job]:
         """The jobs of the session neither stored nor failed: a moved job's first key is done,

@@ -16,6 +16,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -348,6 +349,25 @@ def test_a_port_where_no_scheduler_answers_is_one_line_in_bounded_time():
         with pytest.raises(ClaimlabError, match=f"--scheduler {address}: no Dask scheduler answered in 6 s"):
             cluster.connect(cluster.Endpoint(address), timeout=1)
         server.shutdown()
+
+
+def test_a_worker_started_without_a_name_is_refused_in_one_line():
+    """Dask names an unnamed worker by its address, whose port changes at every start: a session
+    could not find the host again on --resume, nor a manifest name it."""
+    import asyncio
+
+    from distributed import Client, Scheduler, Worker
+
+    async def workers():
+        async with Scheduler(port=0, dashboard_address=None) as s, Worker(s.address, resources={"host": 1}), \
+                Client(s.address, asynchronous=True) as client:
+            return (await client.scheduler.identity())["workers"]
+
+    found = asyncio.run(workers())
+    (address,) = found
+    with pytest.raises(ClaimlabError, match=f"^cluster: the worker at {re.escape(address)} has no name; start it "
+                                            "with `--name HOST`"):
+        cluster.offering(found)
 
 
 def test_a_report_over_the_cluster_has_a_per_host_view(dask_cluster, tmp_path):

@@ -50,3 +50,23 @@ def test_move_after_is_refused_in_one_line_without_a_cluster_or_below_zero(args,
     assert cli.main(["run", "binlog_default", "--profile", "smoke", *args]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and words in err, err
+
+
+@pytest.mark.parametrize("line, words", [
+    ('{"event": "submitted", "experiment": "binlog_default", "target": "mariadb", "profile": "smoke", "key": "k"}',
+     "entry 2 lacks host;"),
+    ('{"event": "moved", "experiment": "binlog_default", "target": "mariadb", "host": "bench-a", '
+     '"profile": "smoke", "key": "k"}', "entry 2 lacks to;"),
+    ('{"event": "stored"}', "entry 2 lacks experiment, target, host, profile, key;"),
+    ('{"event": "tampered"}', "entry 2 is no event of a session journal;"),
+    ('["submitted"]', "entry 2 is no event of a session journal;"),
+])
+def test_a_damaged_journal_entry_is_named_in_one_line(tmp_path, line, words):
+    journal = cluster.Journal(tmp_path, "s1")
+    journal.write("submitted", cluster.Job("s1", "binlog_default", "mariadb", "bench-a", "smoke"), kind="epyc")
+    with journal.path.open("a") as f:
+        f.write(line + "\n")
+    with pytest.raises(cluster.DataError) as caught:
+        journal.read()
+    message = str(caught.value)
+    assert message.startswith(f"{journal.path}: {words}") and "\n" not in message
