@@ -77,7 +77,8 @@ TOGGLES_INTRO = (
     "all of them conditions of one run on fresh server processes (`claimlab ablate`). A ratio is the loop's time "
     "with the setting over without it, with a 95% Welch interval over server starts; a share is of this run's "
     "own gap, 8.0.40's defaults against 8.0.40 with every setting at 5.7's value, with a 95% percentile "
-    "interval from resampling server starts, then rounds within them (`ablation.attribute`). The seed's "
+    "interval from resampling server starts, then rounds within them, widened for few starts (Hesterberg's "
+    "expanded percentile interval; `ablation.attribute`). The seed's "
     "shares are of its 5.7 → 8.0 gap (6.07 → 20.06 s).")
 
 

@@ -80,14 +80,13 @@ SIMULATIONS = 1500
 ACCEPT = tuple(int(x) for x in binom.interval(0.999, SIMULATIONS, 0.95))
 
 
-def coverage(confidence: float, seed: int = 5) -> int:
-    """Hits of the truth by share_interval over SIMULATIONS simulated ablations with 20 restarts
-    (with 6 the percentile bootstrap under-covers: about 90% at nominal 95%)."""
+def coverage(confidence: float, seed: int = 5, reps: int = 20) -> int:
+    """Hits of the truth by share_interval over SIMULATIONS simulated ablations with `reps` restarts."""
     rng = np.random.default_rng(seed)
     truth = math.log(1.5 / 2.0) / math.log(1.0 / 2.0)
     hits = 0
     for _ in range(SIMULATIONS):
-        slow, step, fast = (simulated(mean, rng, reps=20, its=3) for mean in (2.0, 1.5, 1.0))
+        slow, step, fast = (simulated(mean, rng, reps=reps, its=3) for mean in (2.0, 1.5, 1.0))
         hits += ablation.share_interval(slow, slow, step, fast, confidence=confidence, n_boot=400,
                                         rng=rng).contains(truth)
     return hits
@@ -100,6 +99,13 @@ def covers_95(hits: int) -> bool:
 def test_share_interval_covers_the_truth_95_percent_of_the_time():
     hits = coverage(0.95)
     assert covers_95(hits), f"{hits} of {SIMULATIONS} hits, outside {ACCEPT}"
+
+
+def test_share_interval_keeps_its_level_at_the_quick_profiles_four_restarts():
+    # A plain percentile interval hit 82-86% at 3-4 restarts (1,294 of 1,500 here); its
+    # percentiles are expanded for few restarts (Hesterberg 2015), which may cover more, not less.
+    hits = coverage(0.95, reps=4)
+    assert hits >= ACCEPT[0], f"{hits} of {SIMULATIONS} hits, under {ACCEPT[0]}"
 
 
 @pytest.mark.parametrize("wrong", [0.90, 0.99])
