@@ -661,6 +661,22 @@ def test_exclusions_are_listed_not_silent():
     assert busy > 12 and named.count("seq ") == 10 and named.endswith(f" and {busy - 10} more"), named
 
 
+def test_outlier_lists_name_each_level_as_a_reader_does():
+    # Before: "kept: seq 2 iteration 1 server=mysql57", a condition's key in a reader's note.
+    results = c4_results().assign(experiment="insert_57_vs_80", server_version="5.7.23")
+    results["server"] = results.pop("binlog").map({"on": "mysql80", "off": "mysql57"})
+    results["condition"] = "server=" + results["server"]
+    spike = results.index[results["server"] == "mysql57"][3]
+    results.loc[spike, "value"] *= 5
+    comp = dataclasses.replace(CLAIMS["C4"].comparisons[0], experiment="insert_57_vs_80",
+                               baseline=Condition.of({"server": "mysql57"}),
+                               treatment=Condition.of({"server": "mysql80"}))
+    note = stats.analyze(results, dataclasses.replace(CLAIMS["C4"], comparisons=(comp,))).iloc[0]["verdict_note"]
+    kept = note.split("kept: ", 1)[1].split(";")[0]
+    assert f"seq {results.loc[spike, 'seq']} iteration {results.loc[spike, 'iteration']} (MySQL 5.7.23)" in kept
+    assert "server=" not in note.split("kept: ", 1)[1]
+
+
 def test_a_comparison_measured_mostly_in_the_slow_state_says_it_was_a_slow_hour():
     # a quarter of the scans slow (a quiet hour) against nine tenths (BG's MySQL C2 kept 7% fast)
     main = next(c for c in CLAIMS["C2"].comparisons if c.name == "uca_ai_vs_utf8mb3")

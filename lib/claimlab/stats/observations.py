@@ -27,6 +27,7 @@ from claimlab.claims import STATISTICS
 from claimlab.errors import DataError
 from claimlab.records import BASE_COLUMNS, TAIL_COLUMNS
 from claimlab.stopping import FAST_BAND, FAST_GATE
+from claimlab.wording import level_words, server_family
 
 REQUIRED_COLUMNS = (
     "run_id", "claim", "experiment", "condition", "target", "server_version", "workload",
@@ -73,8 +74,17 @@ def prepare(results: pd.DataFrame, outlier_threshold: float = OUTLIER_Z) -> pd.D
     several_runs = data["run_id"].nunique() > 1
     data["_label"] = ((data["run_id"].astype(str) + ": " if several_runs else "") + "seq "
                       + data["seq"].astype(str) + " iteration " + data["iteration"].astype(str)
-                      + " " + data["condition"].astype(str))
+                      + " (" + _condition_words(data) + ")")
     return data
+
+
+def _condition_words(data: pd.DataFrame) -> pd.Series:
+    """Each row's condition as a reader names it on the server that measured it ("MySQL
+    5.7.23", not `server=mysql57`): the labels reach the verdict notes a reader opens."""
+    pairs = data[["condition", "server_version"]].astype(str)
+    said = {pair: level_words(pair[0], server_family(pair[1]))
+            for pair in pairs.drop_duplicates().itertuples(index=False, name=None)}
+    return pd.Series([said[pair] for pair in pairs.itertuples(index=False, name=None)], index=data.index)
 
 
 def robust_z(results: pd.DataFrame) -> pd.Series:
