@@ -8,7 +8,7 @@ import html
 
 import pandas as pd
 
-from .wording import interval, level_words, missing, table_html
+from .wording import interval, level_words, missing, table_html, workload_words
 
 COST_UNITS = {  # metric/op -> (words, unit: "s" for a time, else what is counted)
     "server_cpu_user_s/op": ("server CPU, user", "s"),
@@ -46,7 +46,7 @@ def cost_view(cost: pd.DataFrame, metrics=tuple(COST_UNITS)) -> pd.DataFrame:
         factor, unit_text = cost_scale(part["mean"].abs().max(), unit)
         for r in part.sort_values("condition").to_dict("records"):
             row = rows.setdefault((workload, label, r["condition"]), {
-                **({"workload": workload} if several_workloads else {}), "cost": label,
+                **({"workload": workload_words(workload)} if several_workloads else {}), "cost": label,
                 "condition": level_words(r["condition"]), **{_server_column(s): "—" for s in servers},
                 "unit": unit_text})
             row[_server_column(r.get("server", ""))] = _cost_cell(r["mean"], r["lo"], r["hi"], factor)

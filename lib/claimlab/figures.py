@@ -57,10 +57,6 @@ def _family(server: str) -> str | None:
     return wording.server_family(server) if server.startswith(("MariaDB", "MySQL")) else None
 
 
-def _workload(name: str) -> str:
-    return wording.WORKLOAD_WORDS.get(name, str(name).replace("_", " "))
-
-
 def series(condition: str) -> str:
     """The series a condition is drawn in when a figure has more conditions than colours can
     tell apart: an ablation's steps by kind (each switch alone, or cumulatively), else the
@@ -93,8 +89,8 @@ def observations(results: pd.DataFrame, metrics: list[str] | None = None) -> plt
         sns.stripplot(data=panel, x="value", y="condition", order=order, ax=ax, hue="repetition",
                       palette="viridis", size=4, jitter=0.2, legend=False)
         ax.set_yticks(range(len(order)), [wording.level_words(c, _family(server)) for c in order])
-        ax.set_title(_panel_title(server, f"{_workload(workload)}: {wording.metric_words(metric)}", servers),
-                     fontsize=11)
+        what = f"{wording.workload_words(workload)}: {wording.metric_words(metric)}"
+        ax.set_title(_panel_title(server, what, servers), fontsize=11)
         ax.set_xlabel(f"{wording.metric_words(metric)} ({unit})")
         ax.set_ylabel("")
     for ax in list(axes.flat)[len(panels):]:
@@ -178,7 +174,8 @@ def run_order(results: pd.DataFrame, metric: str | None = None) -> plt.Figure:
         sns.scatterplot(data=panel, x="order", y="value", hue="series", hue_order=order, palette=colours,
                         style="series", style_order=order, markers=markers, ax=ax, s=28, legend=i == 0)
         what = wording.metric_words(panel["metric"].iloc[0])
-        ax.set_title(_panel_title(server, f"{_workload(workload)}: {what} in run order", servers), fontsize=11)
+        ax.set_title(_panel_title(server, f"{wording.workload_words(workload)}: {what} in run order", servers),
+                     fontsize=11)
         ax.set_xlabel("measurement, in the order taken")
         ax.set_ylabel(f"{what} ({panel['unit'].iloc[0]})")
         if i == 0:   # one legend for every panel, above the first: it hides no point and squeezes no axes
@@ -316,8 +313,8 @@ def ladder(rungs: pd.DataFrame, title: str = "") -> plt.Figure:
         ax.yaxis.set_minor_formatter(ticker.NullFormatter())
         first = part[part["role"] == "measured"].iloc[0]
         base = part.loc[part["relative_to"] != "", "relative_to"]
-        what = (f"{_workload(first['workload'])}, {wording.metric_words(first['metric'])}: each server against "
-                f"{base.iloc[0]}" if len(base) else wording.comparison_words(first.to_dict(), family=""))
+        what = (f"{wording.workload_words(first['workload'])}, {wording.metric_words(first['metric'])}: each server "
+                f"against {base.iloc[0]}" if len(base) else wording.comparison_words(first.to_dict(), family=""))
         ax.set_title(f"{claim}: {what}", fontsize=11, loc="left")
         ax.set_ylabel("ratio (log)")
         if len(published):

@@ -139,7 +139,8 @@ LEVEL_WORDS: dict[str, dict[str, str | dict[str, str]]] = {
                "mysql80fork": "MySQL 8.0.40, patched fork"},   # the versions params/insert_57_vs_80.yaml pins
 }
 WORKLOAD_WORDS = {"insert_loop": "insert loop", "bulk_insert": "bulk insert", "join": "join",
-                  "varchar_scan": "varchar scan", "oltp": "sysbench oltp_read_write"}
+                  "varchar_scan": "varchar scan", "oltp": "sysbench oltp_read_write",
+                  "oltp_ps": "sysbench oltp_read_write, prepared statements"}
 _STEP = re.compile(r"(only|upto)-(.+)")
 
 
@@ -187,7 +188,7 @@ def comparison_words(row, family: str | None = None, workload: bool | set = Fals
     name = row.get("workload")
     if isinstance(workload, set):   # several_workloads: the claims that must name theirs
         workload = row.get("claim") in workload
-    return text + (f" ({WORKLOAD_WORDS.get(name, str(name).replace('_', ' '))})" if workload and name else "")
+    return text + (f" ({workload_words(name)})" if workload and name else "")
 
 
 def comparison_names(table: pd.DataFrame) -> dict[str, str]:
@@ -205,11 +206,16 @@ def baseline_words(baseline: str) -> str:
     workload, _, metric = where.partition("/")
     if not condition or not metric:
         return level_words(baseline)
-    return f"{level_words(condition)} ({WORKLOAD_WORDS.get(workload, workload)}, {metric_words(metric)})"
+    return f"{level_words(condition)} ({workload_words(workload)}, {metric_words(metric)})"
 
 
 def metric_words(metric: str) -> str:
     return METRIC_WORDS.get(metric, str(metric).replace("_", " "))
+
+
+def workload_words(workload: str) -> str:
+    """A workload as a reader names it ("insert loop"), never its key (`insert_loop`)."""
+    return WORKLOAD_WORDS.get(workload, str(workload).replace("_", " "))
 
 
 def several_workloads(table: pd.DataFrame) -> set[str]:

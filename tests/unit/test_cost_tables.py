@@ -40,3 +40,12 @@ def test_no_cost_is_shown_below_zero():
     assert "-" not in html.replace("per-thread", "") and "0 [0, 4.09] ‡" in html and "31.3 [28.2, 34.4]<" in html
     assert cost_tables.CLIPPED_NOTE.split(":")[0] in html
     assert "‡" not in cost_tables.cost_html(cost.iloc[1:])
+
+
+def test_the_workload_column_says_what_each_workload_is():
+    # Before: C3's cost table read "bulk_insert" and "insert_loop", the params files' keys.
+    cost = pd.DataFrame([{**_cost("client_cpu_s/op", 1e-6), "workload": "insert_loop"},
+                         {**_cost("client_cpu_s/op", 2e-6), "workload": "bulk_insert"},
+                         {**_cost("client_cpu_s/op", 3e-6), "workload": "oltp_ps"}])
+    assert list(cost_tables.cost_view(cost)["workload"]) == [
+        "insert loop", "bulk insert", "sysbench oltp_read_write, prepared statements"]

@@ -605,6 +605,9 @@ def test_a_family_measured_in_one_run_on_several_servers_is_one_family():
     assert (family["family_size"] == len(family)).all()
     np.testing.assert_allclose(family["confidence"], 1 - 0.05 / len(family))
     np.testing.assert_allclose(family["p_family"], stats.holm(family["p_value"].tolist()))
+    # the notes say a family by its size, never by its key (insert_loop, a workload's)
+    assert family["verdict_note"].str.contains(f"one of {len(family)} comparisons sharing one error rate").all()
+    assert not family["verdict_note"].str.contains("insert_loop").any()
     # another run of the family (another server's) is a family of its own
     other = results.assign(run_id="sim-other", target="mariadb")
     other = other[other["server"].isin(["defaults", "v57_values", "v80_binlog"])]

@@ -264,14 +264,14 @@ def _adjust_families(rows: list[dict[str, Any]], keys: list[tuple]) -> None:
     for row, key in zip(rows, keys):
         if row["verdict"] != "not_tested":
             families.setdefault(key, []).append(row)
-    for (family, _), members in families.items():
+    for members in families.values():
         pvalues = [row["p_value"] for row in members]
         missing = [row["comparison"] for row, p in zip(members, pvalues) if not np.isfinite(p)]
         adjusted = holm([p if np.isfinite(p) else 1.0 for p in pvalues])
         for row, p in zip(members, adjusted):
             row["p_family"] = float(p)
-            note = (f"family {family}: {len(members)} member(s), level split evenly (Bonferroni); "
-                    f"p_family is Holm's") if len(members) > 1 else ""
+            note = (f"one of {len(members)} comparisons sharing one error rate (a family): level split evenly "
+                    "(Bonferroni); p_family is Holm's") if len(members) > 1 else ""
             if missing:
                 note += f"; no p-value for {', '.join(missing)}: counted as p = 1"
             if note:
