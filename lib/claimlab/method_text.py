@@ -18,6 +18,16 @@ from .wording import level_words, number, server_family, server_name, table_html
 SETTINGS_SHOWN = ("log_bin", "sync_binlog", "innodb_flush_log_at_trx_commit", "binlog_format",
                   "character_set_server", "collation_server", "innodb_buffer_pool_size", "innodb_doublewrite",
                   "performance_schema")
+# Factors whose levels the workload sets, not the server: the server-wide settings they touch stay
+# the same in every condition, and listed among the common settings they read as if the factor
+# under test held one value throughout (C1's character_set_server = latin1 beside a utf8mb4 level).
+SET_BY_WORKLOAD = {
+    "charset": ("character set", "set per condition on the tables (their schema's default) and on the "
+                "connection (SET NAMES)"),
+    "collation": ("collation", "a property of the scanned table's column (CREATE TABLE ... COLLATE), set by the "
+                  "workload and checked by the scan's row count"),
+}
+SERVER_CHARSET = ("character_set_server", "collation_server")
 
 
 def claim_markdown(claim: Claim) -> str:
@@ -111,17 +121,28 @@ def settings_table(run_dir: Path) -> pd.DataFrame:
 
 
 def settings_html(run_dir: Path) -> str:
-    """Only settings that differ between conditions are shown; the shared ones in one line."""
+    """Only settings that differ between conditions are shown; the shared ones in one line, less
+    the server's charset where the conditions set their own (SET_BY_WORKLOAD), which is said
+    apart, per condition."""
     table = settings_table(run_dir)
     if table.empty:
         return ""
+    m = read_manifest(run_dir)
+    family = server_family(run_server(run_dir))
+    ran = [c for c in m["conditions"] if c["id"] not in (m.get("skipped_targets") or {})]
+    factors = [f for f in SET_BY_WORKLOAD if any(f in c["levels"] for c in ran)]
     varying = [c for c in table.columns if c == "condition" or table[c].astype(str).nunique() > 1]
-    same = [f"{c} = {table[c].iloc[0]}" for c in table.columns if c not in varying]
-    note = ""
-    if "collation_server" not in varying and any("collation" in str(c) for c in table["condition"]):
-        note = ("<p>The server-wide <code>collation_server</code> is the same for every condition on purpose: "
-                "the collation under test is a property of the scanned table's column (CREATE TABLE ... "
-                "COLLATE), set by the workload and checked by the scan's row count, not a server setting.</p>")
+    apart = [c for c in SERVER_CHARSET if factors and c in table.columns and c not in varying]
+    same = [f"{c} = {table[c].iloc[0]}" for c in table.columns if c not in varying and c not in apart]
+    notes = []
+    for factor in factors:
+        what, how = SET_BY_WORKLOAD[factor]
+        levels = "; ".join(level_words(c["id"], family) for c in ran)
+        notes.append(f"The {what} under test differs between conditions ({levels}): it is {how}, not by the server.")
+    if apart:
+        notes.append(f"The server's own default ({'; '.join(f'{c} = {table[c].iloc[0]}' for c in apart)}) is the "
+                     "same in every condition, and no condition uses it.")
     body = table_html(table[varying]) if len(varying) > 1 else ""
+    note = f"<p>{html.escape(' '.join(notes))}</p>" if notes else ""
     return (body + f"<p class='small'>The same in every condition: {html.escape('; '.join(same))}.</p>" + note)
 

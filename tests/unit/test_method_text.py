@@ -1,6 +1,10 @@
-"""A run's method in words: how its conditions met the machine."""
+"""A run's method in words: how its conditions met the machine, and the settings its servers
+reported, the charset under test said per condition."""
 
-from claimlab import method_text
+import re
+
+from claimlab import method_text, store
+from conftest import frozen
 
 
 def test_design_text_says_how_conditions_met_the_machine():
@@ -34,3 +38,25 @@ def test_design_text_says_how_conditions_met_the_machine():
     precise = method_text._design_text(base | {"sequential": rule | {"precise": ["uca_ai_vs_utf8mb3"]}})
     assert precise.endswith("is within 6% (uca_ai_vs_utf8mb3: within it, decided or not)")
     assert "4 server starts" in apart and "sequential" not in apart
+
+
+def _common_settings(page: str) -> str:
+    return re.search(r"The same in every condition: ([^<]*)", page).group(1)
+
+
+def test_a_charset_the_conditions_set_is_said_per_condition_not_among_the_common_settings(monkeypatch):
+    # Before: C1's run read "The same in every condition: ... character_set_server = latin1", the
+    # factor under test as if it held one value throughout.
+    run = frozen("c1")
+    page = method_text.settings_html(run)
+    assert "character_set_server" not in _common_settings(page) and "log_bin = OFF" in _common_settings(page)
+    assert ("The character set under test differs between conditions (latin1 throughout; utf8mb4 throughout; "
+            "latin1 client, utf8mb4 server)") in page
+    assert "The server&#x27;s own default (character_set_server = " in page
+    # a collation factor (C2) likewise, its levels named for the run's server (MariaDB's UCA 14.0)
+    manifest = store.read_manifest(run)
+    collations = [{"id": f"collation={c}", "levels": {"collation": c}} for c in ("utf8mb3_general_ci", "uca_ai")]
+    monkeypatch.setattr(method_text, "read_manifest", lambda d: {**manifest, "conditions": collations})
+    page = method_text.settings_html(run)
+    assert "collation_server" not in _common_settings(page)
+    assert "The collation under test differs between conditions (utf8mb3_general_ci; utf8mb4_uca1400_ai_ci)" in page
