@@ -39,7 +39,7 @@ import scipy.stats as sps
 from pydantic import model_validator
 
 from . import params as params_mod
-from . import stats
+from . import stats, wording
 from . import workloads as wl
 from .errors import ConfigError, DataError
 from .params import Design, Experiment, Factor, Level
@@ -414,5 +414,16 @@ def surprises(table: pd.DataFrame) -> list[str]:
         if r.share_hi < 0:
             alone = "alone" if r.kind == "one" else "in the cumulative path"
             out.append(f"switching {r.option} to the fast value {alone} made the loop slower, not faster: "
-                       f"share {r.share:.0%} [{r.share_lo:.0%}, {r.share_hi:.0%}] of the gap")
+                       f"share {wording.share_interval(r.share, r.share_lo, r.share_hi)} of the gap")
     return out
+
+
+def attribution_html(table: pd.DataFrame) -> str:
+    """The attribution table for people: each share said as the waterfall figure and the
+    surprises say it (wording.share_interval), so that the page never rounds one share two ways."""
+    shown = pd.DataFrame({
+        "kind": table["kind"], "option": table["option"],
+        "ratio after / before [95%]": [wording.interval(r.ratio, r.ratio_lo, r.ratio_hi) for r in table.itertuples()],
+        "share of the gap [95%]": [wording.share_interval(r.share, r.share_lo, r.share_hi)
+                                   for r in table.itertuples()]})
+    return wording.table_html(shown)

@@ -231,7 +231,7 @@ def waterfall(table: pd.DataFrame, metric: str = "elapsed_s", title: str = "") -
     for i, r in enumerate(steps.itertuples(index=False), start=1):
         new = r.mean / slow_mean
         ax.barh(i, new - level, left=level, height=0.6, color="#1b7837" if new < level else "#d6604d")
-        shares.append(f"{r.share:.0%} [{r.share_lo:.0%}, {r.share_hi:.0%}]")
+        shares.append(wording.share_interval(r.share, r.share_lo, r.share_hi))
         level = new
     ax.barh(len(steps) + 1, level, color="#2166ac", height=0.6)
     shares.append("")

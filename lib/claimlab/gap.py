@@ -120,7 +120,7 @@ def share_words(r) -> str:
     """A share with its interval, or why there is none ("87% [80%, 93%]")."""
     if not r["bounded"]:
         return f"{wording.whole_percent(r['share'])} (interval unbounded: this run cannot say)"
-    return wording.interval(r["share"], r["share_lo"], r["share_hi"], wording.whole_percent)
+    return wording.share_interval(r["share"], r["share_lo"], r["share_hi"])
 
 
 def shares_html(table: pd.DataFrame) -> str:
@@ -271,7 +271,7 @@ def toggles_html(table: pd.DataFrame) -> str:
     shown = pd.DataFrame({
         "setting at 5.7's value": table["setting"],
         "ratio alone [95%]": [wording.interval(r.ratio, r.ratio_lo, r.ratio_hi) for r in table.itertuples()],
-        "share of this run's gap [95%]": [wording.interval(r.share, r.share_lo, r.share_hi, wording.whole_percent)
+        "share of this run's gap [95%]": [wording.share_interval(r.share, r.share_lo, r.share_hi)
                                           if r.alone else "100%: the gap itself" for r in table.itertuples()],
         "Yangsh888 on 8.0": table["seed"], "Yangsh888's ratio": [seed_ratio(v) for v in table["seed_ratio"]],
         "Yangsh888's share of the 5.7 → 8.0 gap": table["seed_share"],

@@ -70,6 +70,12 @@ def whole_percent(value) -> str:
     return "—" if missing(value) else f"{value:.0%}"
 
 
+def share_interval(share, low, high) -> str:
+    """A share of a gap with its interval in whole percents, "41% [10%, 80%]": the one rounding
+    of shares, so that a figure, its table and the sentences under them give the same numbers."""
+    return interval(share, low, high, whole_percent)
+
+
 def ratio_change(ratio: float) -> str:
     """0.75 -> "25% lower", 1.3 -> "30% higher"."""
     if ratio is None or not math.isfinite(ratio):
