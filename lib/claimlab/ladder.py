@@ -120,7 +120,8 @@ def ladder(table: pd.DataFrame, servers: pd.DataFrame,
     and `origin` where recorded (`stored_servers`). `conditions`: (claim, condition id) -> the
     target that condition ran on, for comparisons between two servers (their row's target is
     "a+b"). role is "measured" for a rung, "base" for the server a between-server ratio is
-    relative to (drawn at 1, no interval)."""
+    relative to (drawn at 1, no interval, no published ratio: the published one is the
+    treatment's over it)."""
     conditions = conditions or {}
     known = {(r["claim"], r["target"]): r for r in servers.to_dict("records")}
 
@@ -181,7 +182,8 @@ def _row(r: Mapping, at: Server, role: str, target: str, relative_to: str, estim
             "origin": at.origin, "target": target, "relative_to": relative_to,
             "estimate": estimate if base else r["estimate"],
             "ci_low": math.nan if base else r["ci_low"], "ci_high": math.nan if base else r["ci_high"],
-            "confidence": math.nan if base else r.get("confidence"), "published_ratio": r.get("published_ratio"),
+            "confidence": math.nan if base else r.get("confidence"),
+            "published_ratio": math.nan if base else r.get("published_ratio"),   # the treatment's, over it
             "verdict": "" if base else r.get("verdict"), "verdict_label": "" if base else r.get("verdict_label"),
             "workload": r.get("workload"), "metric": r.get("metric"), "baseline": r.get("baseline"),
             "treatment": r.get("treatment")}
@@ -193,9 +195,11 @@ def stored_servers(claim: str, paths: Iterable[Path], results: pd.DataFrame) -> 
     """(servers, conditions) of one claim's stored runs, for `ladder`: each target's versions as
     its servers reported them (`results`' server_version), its archive and origin as the run
     recorded them (the manifest's server programs, else each start's record, else the target's
-    spec and kind), and each condition's target."""
+    spec and kind), and each condition's target. A run that recorded a program outranks one that
+    only declares its target: every run of a claim declares every target of its params file, and
+    MariaDB's run, read first, once gave C3's 5.7.23 and 8.0.40 no origin."""
     from .store import read_jsonl, read_manifest
-    programs: dict[str, dict] = {}
+    seen: dict[str, dict[str, tuple[list, list]]] = {}   # target -> field -> (recorded, declared)
     conditions = {}
     for path in paths:
         manifest = read_manifest(path)
@@ -208,10 +212,13 @@ def stored_servers(claim: str, paths: Iterable[Path], results: pd.DataFrame) -> 
             conditions.setdefault((claim, c["id"]), set()).add(c["target"])
         for target in set(specs) | set(recorded):
             spec, rec, start = specs.get(target) or {}, recorded.get(target) or {}, starts.get(target) or {}
-            info = programs.setdefault(target, {})
-            info.setdefault("archive", rec.get("archive") or spec.get("archive") or "")
-            info.setdefault("origin", rec.get("origin") or start.get("origin")
-                            or KIND_ORIGINS.get(spec.get("kind"), ""))
+            fields = seen.setdefault(target, {"archive": ([], []), "origin": ([], [])})
+            fields["archive"][0].append(rec.get("archive"))
+            fields["archive"][1].append(spec.get("archive"))
+            fields["origin"][0].extend((rec.get("origin"), start.get("origin")))
+            fields["origin"][1].append(KIND_ORIGINS.get(spec.get("kind")))
+    programs = {target: {name: next((v for v in (*recorded, *declared) if v), "")
+                         for name, (recorded, declared) in fields.items()} for target, fields in seen.items()}
     rows = []
     for target, part in results.groupby("target"):
         versions = sorted(part["server_version"].dropna().astype(str).unique())
@@ -238,15 +245,18 @@ def table_html(rungs: pd.DataFrame) -> str:
     from . import wording
     if rungs.empty:
         return "<p>No claim's comparison was measured on any server in these runs.</p>"
-    rows = []
-    for r in rungs.to_dict("records"):
+    rows, records = [], rungs.to_dict("records")
+    for r in records:
         base = r["role"] == "base"
+        # a base has no ratio of its own: it is what its claim's between-server ratios divide by
+        over = [m["server"] for m in records if m["claim"] == r["claim"] and m["relative_to"] == r["server"]]
         rows.append({
             "claim": r["claim"],
             "comparison": wording.comparison_words(r, family=r["family"]),
             "server": r["server"] + (" (apart)" if r["family"] != "mysql" else ""),
             "origin": r["origin"] or "—",
-            "ratio [interval]": "1, the base of the ratios against it" if base else
+            "ratio [interval]": f"none of its own: 1, the base of the ratio{'s' * (len(over) > 1)} of "
+                                f"{' and '.join(over)}" if base else
             wording.interval(r["estimate"], r["ci_low"], r["ci_high"]),
             "level": "—" if base else wording.level(r["confidence"]),
             "published": wording.published(r["published_ratio"]),

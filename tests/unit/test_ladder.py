@@ -6,6 +6,8 @@ Synthetic tables first, then the shipped runs (MariaDB 10.11 and MySQL 9.7.4 onl
 from __future__ import annotations
 
 import math
+import re
+from pathlib import Path
 
 import pandas as pd
 
@@ -107,6 +109,13 @@ def test_a_ratio_between_two_servers_is_a_rung_of_its_treatment_relative_to_the_
     assert list(rungs["relative_to"]) == ["", "MySQL 5.7.23", "MySQL 5.7.23"]
     base = rungs.iloc[0]
     assert base["estimate"] == 1.0 and math.isnan(base["ci_low"]) and base["verdict"] == ""
+    # Before: the base row read the published 3.3, as if 5.7.23 had a ratio of its own.
+    assert math.isnan(base["published_ratio"])
+    page = ladder.table_html(rungs)
+    head = re.findall(r"<th>([^<]*)</th>", page)
+    shown = dict(zip(head, re.findall(r"<td[^>]*>([^<]*)</td>", page.split("<tbody>")[1].split("</tr>")[0])))
+    assert shown["server"] == "MySQL 5.7.23" and shown["published"] == "—"
+    assert shown["ratio [interval]"] == "none of its own: 1, the base of the ratios of MySQL 8.0.40 and MySQL 9.7.4"
     # without the conditions' targets a between-server row cannot be placed: left out, never guessed
     assert ladder.ladder(table, SERVERS.assign(claim="C3"))["server"].tolist() == ["MySQL 9.7.4"]
     # `defaults` runs on each run's own target (MariaDB's run and MySQL's): the row's pair picks
@@ -188,3 +197,22 @@ def test_a_stored_runs_recorded_archive_and_origin_name_its_build(tmp_path):
     assert list(rungs["server"]) == ["MariaDB 10.11.19 (patched build)"]
     assert list(rungs["origin"]) == ["source build"]
     assert list(rungs["comparison"]) == ["mismatch_vs_latin1"]
+
+
+def test_a_program_one_run_recorded_keeps_its_origin_beside_runs_that_only_declare_it(monkeypatch):
+    # Before: C3's MariaDB run, read first, declares the tarball targets without running them, and
+    # its empty origin stuck: the ladder gave 8.0.40 "—" where MySQL's run recorded "source build".
+    from claimlab import store
+    declared = {"mariadb": {"kind": "mariadb"}, "mysql80": {"kind": "mysql-tarball", "version": "8.0.40"}}
+    manifests = {
+        "run-mariadb": {"targets": declared, "provenance": {"servers": {}}, "conditions": []},
+        "run-mysql80": {"targets": declared, "conditions": [], "provenance": {"servers": {"mysql80": {
+            "origin": "source build", "archive": "mysql-8.0.40-linux-glibc2.36-x86_64.tar.xz"}}}}}
+    monkeypatch.setattr(store, "read_manifest", lambda path: manifests[Path(path).name])
+    monkeypatch.setattr(store, "read_jsonl", lambda path: [])
+    results = pd.DataFrame({"target": ["mariadb", "mysql80"], "server_version": ["10.11.19-MariaDB", "8.0.40"]})
+    servers, _ = ladder.stored_servers("C3", [Path(name) for name in manifests], results)
+    found = servers.set_index("target")
+    assert found.loc["mysql80", "origin"] == "source build"
+    assert found.loc["mysql80", "archive"] == "mysql-8.0.40-linux-glibc2.36-x86_64.tar.xz"
+    assert found.loc["mariadb", "origin"] == "OS package"   # declared only: its kind says it
