@@ -182,7 +182,7 @@ def stored_toggles(name: str, run_id: str | None, data_root: Path | None) -> Pat
 
 
 def not_run_markdown(name: str) -> str:
-    return (f"**Not run.** No stored run of the ablation `{name}` (params/ablation/{name}.yaml) was found. "
+    return (f"**Not run.** No stored run of the ablation `{name}` was found. "
             f"`claimlab ablate {name}` measures it on MySQL 8.0.40 from a tarball mirror (CLAIMLAB_MYSQL_MIRROR) "
             "and stores it; the next report shows it here.")
 

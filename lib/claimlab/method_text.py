@@ -66,7 +66,7 @@ def method_markdown(run_dir: Path) -> str:
         f"- Conditions: {factors}\n"
         f"- Design: {_design_text(d)} (seed {m['seed']}).\n"
         f"- Code: commit `{str(git.get('commit'))[:12]}`{' (uncommitted changes)' if git.get('dirty') else ''}; "
-        f"results.csv sha256 `{str(m.get('checksums', {}).get('results.csv', 'run incomplete'))[:16]}…`."
+        f"its results' sha256 `{str(m.get('checksums', {}).get('results.csv', 'run incomplete'))[:16]}…`."
         f"{skipped}")
 
 

@@ -391,7 +391,7 @@ def runs_markdown(analyses: list[Analysis]) -> str:
             when = str(m.get("created_at", ""))[:16].replace("T", " ")
             lines.append(f"- **{a.claim.id}** `{run_id}` on {method_text.run_server(path)}: {origin}, "
                          f"{m.get('profile')} profile, measured {when} UTC on {cpu_label(m['provenance']['host'])}")
-    every = "the shipped runs (data/published_runs.json)" if shown <= shipped else \
+    every = "the published runs, one per claim and server, that ship with the repository" if shown <= shipped else \
         "runs that are not all shipped ones: verdicts can differ from the shipped full runs"
     slow = cards.slow_hour_lines([row for a in analyses for row in a.table.to_dict("records")])
     slow_text = "\n\n**Measured in a slow hour:**\n\n" + "\n".join(f"- {line}" for line in slow) if slow else ""
