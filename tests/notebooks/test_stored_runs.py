@@ -185,7 +185,8 @@ const text = e => (e.innerText || '').trim();
 const shown = Array.from(document.querySelectorAll('.card, table.people, .notes, h1, h2, h3, h4, caption'));
 for (const key of ['uca_ai', 'v80_skiplogbin', 'defaults80', 'defaults57', 'v57_values', 'v80_binlog',
                    '_vs_', 'elapsed_s (s)', 'collation=', 'charset=', 'server=', 'binlog='])
-  for (const e of shown) if (text(e).includes(key)) { out.push('key ' + key + ' in ' + text(e).slice(0, 80)); break; }
+  for (const e of shown) if (e.textContent.includes(key)) {   // collapsed notes too
+    out.push('key ' + key + ' in ' + e.textContent.trim().slice(0, 80)); break; }
 const body = text(document.body);
 if (/hierarchical bootstrap/.test(body) && !/Why is it slower/.test(body)) out.push('method: hierarchical bootstrap');
 const levels = new Set(Array.from(body.matchAll(/(\d+(?:\.\d+)?)% interval\)/g), m => m[1]));

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from claimlab.claims import Claim, Comparison
+from claimlab.wording import level_words
 
 from .observations import (
     BLOCK_KEYS,
@@ -122,7 +123,7 @@ def _groups(data: pd.DataFrame, comparison: Comparison, policy: Policy, factors:
         for factor, level in condition.levels:
             mask &= (rows[factor].astype(str) == level).to_numpy()
         sides.append(rows[mask])
-    empty = [condition.label for condition, side in
+    empty = [level_words(condition.label) for condition, side in       # said in a report's notes
              zip((comparison.baseline, comparison.treatment), sides) if side.empty]
     if empty:
         return [Group(comparison, reason=f"no rows for {' or '.join(empty)} (present: "
@@ -141,8 +142,9 @@ def _groups(data: pd.DataFrame, comparison: Comparison, policy: Policy, factors:
 
 
 def _present(rows: pd.DataFrame, columns) -> str:
-    return "; ".join(f"{column} {', '.join(sorted(rows[column].dropna().astype(str).unique()))}"
-                     for column in columns)
+    def levels(column) -> str:
+        return ", ".join(level_words(f"{column}={v}") for v in sorted(rows[column].dropna().astype(str).unique()))
+    return "; ".join(f"{column} {levels(column)}" for column in columns)
 
 
 def _group(comparison, target, base, treat, policy: Policy, notes, strata) -> Group:
