@@ -24,11 +24,12 @@ import pandas as pd
 
 from . import callgrind
 from . import workloads as wl
-from .errors import TargetUnavailable
+from .errors import ServerGone, TargetUnavailable
 from .profiling import ProfilingError, last_line, tool
 from .servers import Launcher, ServerOptions, TargetSpec, installation
 
 CALLGRIND_READY_TIMEOUT_S = 300.0
+CALLGRIND_STARTS = 2          # a server that dies under valgrind is started once more
 _HEX = re.compile(r"^0x[0-9a-f]+$")
 _DISPATCH = re.compile(r"c?fn=(\(\d+\) )?dispatch_command\(")
 
@@ -203,7 +204,9 @@ def count_instructions(launcher: Launcher, target: TargetSpec, options: ServerOp
     the statement (each `statement.times` executions), each zeroed, instrumented, switched off and
     dumped; the warm-up windows are dropped (the first two instrumented runs cost up to ~25% more:
     code is translated and caches filled, even when the statement already ran uninstrumented).
-    The server is always stopped."""
+    The server is always stopped. A server that dies under valgrind is started once more, its
+    windows counted anew: MySQL 8.0.40 once died so (SIGSEGV in its connection listener after
+    valgrind's "brk segment overflow"), where the same count passes on a rerun."""
     control = tool("callgrind_control", "`apt-get install valgrind`")
     statement = statement or statement_for(workload)
     out_dir = Path(out_dir) / condition
@@ -211,36 +214,16 @@ def count_instructions(launcher: Launcher, target: TargetSpec, options: ServerOp
         raise TargetUnavailable(f"target {target.name}: instruction counts need a server claimlab starts")
     inst = installation(target)
     slow = replace(target, ready_timeout=max(target.ready_timeout, CALLGRIND_READY_TIMEOUT_S))
-    server = launcher.prepare(slow, inst.flavor.valgrind_options(options),
-                              program=callgrind_program(inst.binary, out_dir))
-    dumps: list[dict[str, tuple[Path, int]]] = []   # per dump: thread -> (file, instructions)
-    try:
-        server.start()
-        workload.prepare(server)
-        conn = server.connect(database=workload.schema())
+    for attempt in range(1, CALLGRIND_STARTS + 1):
+        server = launcher.prepare(slow, inst.flavor.valgrind_options(options),
+                                  program=callgrind_program(inst.binary, out_dir))
         try:
-            cur = conn.cursor()
-
-            def execute(sql):
-                cur.execute(sql)
-                if cur.with_rows:
-                    cur.fetchall()
-
-            for i in range(warmup + repeats):
-                if statement.setup:
-                    execute(statement.setup)
-                _control(control, server.pid, "-z")
-                _control(control, server.pid, "-i", "on")
-                for _ in range(statement.times):
-                    execute(statement.sql)
-                _control(control, server.pid, "-i", "off")
-                before = set(out_dir.glob("callgrind.out.*"))
-                _control(control, server.pid, "-d", f"claimlab-{i}")
-                dumps.append(_new_dump(out_dir, before))
-        finally:
-            conn.close()
-    finally:
-        server.stop()
+            dumps = _windows(server, workload, statement, control, out_dir, warmup + repeats)
+            break
+        except ServerGone as exc:
+            if attempt == CALLGRIND_STARTS:
+                raise ProfilingError(f"{exc} (under callgrind, {attempt} times; valgrind's logs: "
+                                     f"{out_dir}/valgrind.*.log)") from None
     own = statement_thread([{thread: n for thread, (_, n) in d.items()} for d in dumps],
                            dispatching_threads([{thread: f for thread, (f, _) in d.items()} for d in dumps]))
     counted = dumps[warmup:]
@@ -251,6 +234,42 @@ def count_instructions(launcher: Launcher, target: TargetSpec, options: ServerOp
     return InstructionCounts(condition, statement,
                              counts=tuple(sum(n for _, n in d.values()) for d in counted),
                              own=tuple(d[own][1] if own in d else 0 for d in counted), functions=functions)
+
+
+def _windows(server, workload: wl.Workload, statement: Statement, control: str, out_dir: Path,
+             windows: int) -> list[dict[str, tuple[Path, int]]]:
+    """One server's counted windows: per dump, thread -> (file, instructions). A statement, a
+    callgrind_control or a dump that fails because the server died is ServerGone."""
+    dumps = []
+    try:
+        server.start()
+        workload.prepare(server)
+        conn = server.connect(database=workload.schema())
+        try:
+            cur = conn.cursor()
+
+            def execute(sql):
+                with server.answering("counting instructions"):
+                    cur.execute(sql)
+                    if cur.with_rows:
+                        cur.fetchall()
+
+            for i in range(windows):
+                if statement.setup:
+                    execute(statement.setup)
+                _control(control, server, "-z")
+                _control(control, server, "-i", "on")
+                for _ in range(statement.times):
+                    execute(statement.sql)
+                _control(control, server, "-i", "off")
+                before = set(out_dir.glob("callgrind.out.*"))
+                _control(control, server, "-d", f"claimlab-{i}")
+                dumps.append(_new_dump(out_dir, before, server))
+        finally:
+            conn.close()
+    finally:
+        server.stop()
+    return dumps
 
 
 def statement_thread(dumps: list[dict[str, int]], dispatching: set[str] = frozenset()) -> str:
@@ -275,23 +294,42 @@ def dispatching_threads(dumps: list[dict[str, Path]]) -> set[str]:
     return set.intersection(*({t for t, f in d.items() if dispatches(f)} for d in dumps)) if dumps else set()
 
 
-def _control(control: str, pid: int, *args: str) -> None:
-    result = subprocess.run([control, *args, str(pid)], capture_output=True, text=True, timeout=120,
-                            stdin=subprocess.DEVNULL)
-    if result.returncode != 0 or "OK" not in result.stdout:
-        raise ProfilingError(f"callgrind_control {' '.join(args)} failed: "
-                             f"{last_line(result.stdout + result.stderr)}")
+def _control(control: str, server, *args: str, timeout: float = 120.0) -> None:
+    """`callgrind_control ARGS PID`, watched: it waits for the server's answer, which a server
+    that died (even mid-dump) never gives, so its death ends the wait as ServerGone."""
+    gone = ServerGone(f"target {server.target.name}: server went away while counting instructions")
+    with subprocess.Popen([control, *args, str(server.pid)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          text=True, stdin=subprocess.DEVNULL) as proc:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                said, _ = proc.communicate(timeout=0.2)
+                break
+            except subprocess.TimeoutExpired:
+                if server.alive() and time.monotonic() < deadline:
+                    continue
+                proc.kill()
+                proc.communicate()
+                if not server.alive():
+                    raise gone from None
+                raise ProfilingError(f"callgrind_control {' '.join(args)} got no answer in {timeout:.0f} s") from None
+    if proc.returncode != 0 or "OK" not in said:
+        if not server.alive():
+            raise gone
+        raise ProfilingError(f"callgrind_control {' '.join(args)} failed: {last_line(said)}")
 
 
-def _new_dump(out_dir: Path, before: set[Path], timeout: float = 30.0) -> dict[str, tuple[Path, int]]:
+def _new_dump(out_dir: Path, before: set[Path], server, timeout: float = 30.0) -> dict[str, tuple[Path, int]]:
     """The files of the dump just asked for, one per thread (`callgrind.out.PID.N-TT`), by thread,
-    with their instructions, once every one is complete."""
+    with their instructions, once every one is complete (a server that died never completes them)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         new = set(out_dir.glob("callgrind.out.*")) - before
         totals = {f: _total(f, missing_ok=True) for f in new}
         if new and None not in totals.values():
             return {f.name.rpartition("-")[2]: (f, n) for f, n in totals.items()}
+        if not server.alive():
+            raise ServerGone(f"target {server.target.name}: server went away while callgrind dumped its counts")
         time.sleep(0.1)
     raise ProfilingError(f"callgrind wrote no dump in {out_dir}")
 
