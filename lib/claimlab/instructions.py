@@ -14,13 +14,17 @@ Sampling where the time goes is claimlab.profiling's; this module shares its err
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
+import signal
 import subprocess
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pandas as pd
+import psutil
 
 from . import callgrind
 from . import workloads as wl
@@ -296,27 +300,45 @@ def dispatching_threads(dumps: list[dict[str, Path]]) -> set[str]:
 
 def _control(control: str, server, *args: str, timeout: float = 120.0) -> None:
     """`callgrind_control ARGS PID`, watched: it waits for the server's answer, which a server
-    that died (even mid-dump) never gives, so its death ends the wait as ServerGone."""
+    that died (even mid-dump) never gives, so its death ends the wait as ServerGone. It runs in a
+    session of its own so that its vgdb goes with it: a vgdb left attached to a dead server keeps
+    it unreaped, and stopping the server would wait for good."""
     gone = ServerGone(f"target {server.target.name}: server went away while counting instructions")
     with subprocess.Popen([control, *args, str(server.pid)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          text=True, stdin=subprocess.DEVNULL) as proc:
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                said, _ = proc.communicate(timeout=0.2)
-                break
-            except subprocess.TimeoutExpired:
-                if server.alive() and time.monotonic() < deadline:
-                    continue
-                proc.kill()
+                          text=True, stdin=subprocess.DEVNULL, start_new_session=True) as proc:
+        try:
+            deadline = time.monotonic() + timeout
+            while True:
+                try:
+                    said, _ = proc.communicate(timeout=0.2)
+                    break
+                except subprocess.TimeoutExpired:
+                    if _running(server) and time.monotonic() < deadline:
+                        continue
+                    if not _running(server):
+                        raise gone from None
+                    raise ProfilingError(f"callgrind_control {' '.join(args)} got no answer in {timeout:.0f} s") \
+                        from None
+        finally:
+            if proc.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
                 proc.communicate()
-                if not server.alive():
-                    raise gone from None
-                raise ProfilingError(f"callgrind_control {' '.join(args)} got no answer in {timeout:.0f} s") from None
     if proc.returncode != 0 or "OK" not in said:
-        if not server.alive():
+        if not _running(server):
             raise gone
         raise ProfilingError(f"callgrind_control {' '.join(args)} failed: {last_line(said)}")
+
+
+def _running(server) -> bool:
+    """Alive, and not a zombie: one that died while vgdb was attached to it stays unreaped, and
+    `alive()` (its parent's poll) says yes, until vgdb goes."""
+    if not server.alive():
+        return False
+    try:
+        return psutil.Process(server.pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
 
 
 def _new_dump(out_dir: Path, before: set[Path], server, timeout: float = 30.0) -> dict[str, tuple[Path, int]]:
@@ -328,7 +350,7 @@ def _new_dump(out_dir: Path, before: set[Path], server, timeout: float = 30.0) -
         totals = {f: _total(f, missing_ok=True) for f in new}
         if new and None not in totals.values():
             return {f.name.rpartition("-")[2]: (f, n) for f, n in totals.items()}
-        if not server.alive():
+        if not _running(server):
             raise ServerGone(f"target {server.target.name}: server went away while callgrind dumped its counts")
         time.sleep(0.1)
     raise ProfilingError(f"callgrind wrote no dump in {out_dir}")
