@@ -313,9 +313,10 @@ def _control(control: str, server, *args: str, timeout: float = 120.0) -> None:
                     said, _ = proc.communicate(timeout=0.2)
                     break
                 except subprocess.TimeoutExpired:
-                    if _running(server) and time.monotonic() < deadline:
+                    running = _running(server)
+                    if running and time.monotonic() < deadline:
                         continue
-                    if not _running(server):
+                    if not running:
                         raise gone from None
                     raise ProfilingError(f"callgrind_control {' '.join(args)} got no answer in {timeout:.0f} s") \
                         from None
