@@ -133,24 +133,43 @@ def cards_html(table: pd.DataFrame, claim_family: str = "mysql") -> str:
 
 
 def comparison_label(comparison: str) -> str:
-    """A comparison's name as a reader meets it: "uca_ai_vs_utf8mb3" -> "uca_ai vs utf8mb3" (the
-    level names stay as the conditions spell them, e.g. collation=uca_ai)."""
+    """A comparison's key made readable where its rows carry no levels to name (the per-host view
+    of a table without them): "uca_ai_vs_utf8mb3" -> "uca_ai vs utf8mb3"."""
     return str(comparison).replace("_vs_", " vs ")
 
 
-def verdict_lines(rows) -> list[str]:
-    """The verdict table as plain text, one line per comparison and server, columns aligned:
-    what a terminal shows at the end of `claimlab report`."""
-    header = ("CLAIM", "COMPARISON", "SERVER", "MEASURED [INTERVAL]", "PUBLISHED", "SAME ON RERUN", "VERDICT")
+def spoken_comparisons(rows) -> list[str]:
+    """Each row's comparison by what it compares, as the reports name it (`comparison_words`, the
+    workload said where a claim spans several); a row without its levels keeps its key."""
+    workload = several_workloads(pd.DataFrame(list(rows)))
+    return [comparison_label(r["comparison"]) if missing(r.get("treatment")) or missing(r.get("baseline"))
+            else comparison_words(r, workload=workload) for r in rows]
+
+
+def verdict_lines(rows, claim: bool = True) -> list[str]:
+    """The verdict table as plain text, one line per comparison and server, columns aligned: what a
+    terminal shows at the end of `claimlab report` (`claim`: a column for it) and of `claimlab
+    analyze`. Rows of several interval levels (a family's are wider) each say their own; two
+    targets on one server version (runs of different params files) are told apart by name."""
+    rows = list(rows)
+    levels = {level(r["confidence"]) for r in rows if not missing(r.get("confidence"))}
+    servers = [server_name(None if missing(r.get("server_version")) else r["server_version"], r.get("target"))
+               or "—" for r in rows]
+    targets = {}
+    for name, r in zip(servers, rows):
+        targets.setdefault(name, set()).add(r.get("target"))
+    header = (("CLAIM",) if claim else ()) + ("COMPARISON", "SERVER", "MEASURED [INTERVAL]") \
+        + (("LEVEL",) if len(levels) > 1 else ()) + ("PUBLISHED", "SAME ON RERUN", "VERDICT")
     lines = []
-    for r in rows:
-        untested = r.get("verdict") == "not_tested" or r.get("estimate") is None
-        measured = ("not measured" if untested else
-                    interval(r["estimate"], r.get("ci_low"), r.get("ci_high")))
-        lines.append((str(r["claim"]), comparison_label(r["comparison"]),
-                      server_name(r.get("server_version"), r.get("target")) or "—",
-                      measured, published(r.get("published_ratio")),
-                      "—" if untested else rerun_chance(r.get("rerun_chance")), shown_label(r)))
+    for r, compared, server in zip(rows, spoken_comparisons(rows), servers):
+        untested = r.get("verdict") == "not_tested" or missing(r.get("estimate"))
+        measured = "not measured" if untested else interval(r["estimate"], r.get("ci_low"), r.get("ci_high"))
+        if len(targets[server]) > 1:
+            server += f" (target {r.get('target')})"
+        lines.append(((str(r["claim"]),) if claim else ()) + (compared, server, measured)
+                     + ((("—" if untested else level(r.get("confidence"))),) if len(levels) > 1 else ())
+                     + (published(r.get("published_ratio")), "—" if untested else rerun_chance(r.get("rerun_chance")),
+                        shown_label(r)))
     widths = [max(len(x) for x in column) for column in zip(header, *lines)]
     return ["  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip() for line in (header, *lines)]
 
@@ -255,14 +274,14 @@ def edge_lines(rows) -> list[str]:
     themselves differ by the hour, more (the same comparison at 1.04 on another host: 10 of 40
     random fours, 40 of 40 eights). Runs already together get their own count
     (`runs_to_settle`), or none when their spread says they already read alike."""
-    lines = []
-    for r in rows:
+    lines, rows = [], list(rows)
+    for r, compared in zip(rows, spoken_comparisons(rows)):
         edge = edge_of(r)
         if not edge or r.get("verdict") == "not_tested":
             continue
         where = server_name(r.get("server_version"), r.get("target")) or str(r.get("target"))
         runs = 1 if missing(r.get("n_runs")) else int(r["n_runs"])
-        head = (f"{r['claim']} {comparison_label(r['comparison'])} on {where} reads “{r['verdict_label']}” "
+        head = (f"{r['claim']} {compared} on {where} reads “{r['verdict_label']}” "
                 + ("" if runs == 1 else f"over {runs} runs analysed together, ")
                 + f"near a decision edge (an interval {EDGE_FACTOR:g}x as wide or as narrow would read “{edge}”)")
         rerun = f"claimlab run {r.get('experiment')} --target {rerun_target(r)}"

@@ -70,13 +70,14 @@ def test_a_slow_hour_is_said_on_the_card_and_once_per_claim_and_server():
 
 def test_a_single_runs_verdict_near_an_edge_says_how_runs_together_settle_it():
     near = _row(claim="C2", comparison="utf8mb4_general_vs_utf8mb3", experiment="collation_cost", kind="null",
+                baseline="collation=utf8mb3_general_ci", treatment="collation=utf8mb4_general_ci",
                 verdict="contradicted", verdict_label="contradicted: higher than 1.05", edge_label="inconclusive")
     assert cards.edge_lines([near, _row(edge_label=math.nan)]) == [
-        "C2 utf8mb4_general vs utf8mb3 on MariaDB 10.11.19 reads “contradicted: higher than 1.05” near a decision "
-        "edge (an interval 1.5x as wide or as narrow would read “inconclusive”), so one run does not settle it. "
-        "Rerun it at other times (claimlab run collation_cost --target mariadb) and analyse four or more runs "
-        "together, eight or more if the runs differ from each other (claimlab analyze RUN RUN ... says whether "
-        "they do; two runs read wider than one)."]
+        "C2 utf8mb4_general_ci vs utf8mb3_general_ci on MariaDB 10.11.19 reads “contradicted: higher than 1.05” "
+        "near a decision edge (an interval 1.5x as wide or as narrow would read “inconclusive”), so one run does "
+        "not settle it. Rerun it at other times (claimlab run collation_cost --target mariadb) and analyse four or "
+        "more runs together, eight or more if the runs differ from each other (claimlab analyze RUN RUN ... says "
+        "whether they do; two runs read wider than one)."]
     # comparisons not measured get no such line
     assert cards.edge_lines([_row(**{**near, "verdict": "not_tested"})]) == []
 
@@ -97,11 +98,12 @@ def test_a_comparison_of_servers_started_by_its_levels_is_rerun_with_the_runs_ta
 
 def test_runs_together_near_an_edge_say_how_many_more_runs_would_settle_it():
     near = dict(claim="C2", comparison="utf8mb4_general_vs_utf8mb3", experiment="collation_cost", kind="null",
+                baseline="collation=utf8mb3_general_ci", treatment="collation=utf8mb4_general_ci",
                 verdict="supported", verdict_label="supported: no difference within ±5%", edge_label="inconclusive",
                 n_runs=4, sd_unit=0.0123, runs_to_settle=11.0)
     assert cards.edge_lines([_row(**near)]) == [
-        "C2 utf8mb4_general vs utf8mb3 on MariaDB 10.11.19 reads “supported: no difference within ±5%” over 4 "
-        "runs analysed together, near a decision edge (an interval 1.5x as wide or as narrow would read "
+        "C2 utf8mb4_general_ci vs utf8mb3_general_ci on MariaDB 10.11.19 reads “supported: no difference within "
+        "±5%” over 4 runs analysed together, near a decision edge (an interval 1.5x as wide or as narrow would read "
         "“inconclusive”). At these runs' spread (their estimates' sd 1.2%) about 11 runs together would read "
         "alike with 95% chance: 7 more (claimlab run collation_cost --target mariadb, then analyse them all "
         "together)."]

@@ -16,7 +16,6 @@ import pytest
 
 from claimlab import cards, cli, records, report, runner, store, writer
 from claimlab import params as params_mod
-from claimlab.commands import analyze as analyze_cmd
 from claimlab.errors import ClaimlabError
 from conftest import ROOT, copy_run, frozen, frozen_id
 
@@ -34,7 +33,11 @@ def test_exclude_contention_says_what_it_left_out_and_why_not_tested(tmp_path, m
     assert code == 0, out
     measurements = results.groupby(["condition", "workload", "repetition", "iteration"]).ngroups
     assert f"left out {measurements} of {measurements} measurements ({len(results)} of {len(results)} rows)" in out
-    assert "mismatch_vs_latin1: not tested because" in out
+    # the comparison in words, and the exclusion that emptied a side (not the outliers' note, kept)
+    assert re.search(r"^  latin1 client, utf8mb4 server vs latin1 throughout \(sysbench oltp_read_write\) on "
+                     r"target mariadb: not tested because every row of one side excluded: \d+ contention rows "
+                     r"excluded$", out, re.M), out
+    assert "_vs_" not in out and "outliers" not in out
 
 
 def test_the_report_ends_with_the_verdict_table(tmp_path):
@@ -221,12 +224,31 @@ def test_two_targets_on_one_server_are_told_apart_by_name():
     row = dict(claim="C1", comparison="mismatch_vs_latin1", server_version="10.11.19-MariaDB-0+deb12u1",
                estimate=0.874, ci_low=0.838, ci_high=0.912, published_ratio=0.7509, verdict="supported",
                verdict_label="supported", rerun_chance=0.99, edge_label="")
-    header, default, mariadb = analyze_cmd._table_lines([{**row, "target": "default"}, {**row, "target": "mariadb"}])
+    header, default, mariadb = cards.verdict_lines([{**row, "target": "default"}, {**row, "target": "mariadb"}],
+                                                   claim=False)
     at = header.index("SERVER")
     assert default[at:].startswith("MariaDB 10.11.19 (target default) ")
     assert mariadb[at:].startswith("MariaDB 10.11.19 (target mariadb) ")
-    (line,) = analyze_cmd._table_lines([{**row, "target": "mariadb"}])[1:]
+    (line,) = cards.verdict_lines([{**row, "target": "mariadb"}], claim=False)[1:]
     assert line[at:].startswith("MariaDB 10.11.19 ") and "(target" not in line
+
+
+def test_terminal_tables_name_levels_and_give_each_line_its_level_when_they_differ():
+    # Before: "v80 vs v57_insert" and "defaults80 vs defaults57_insert", and a heading of "95% and
+    # 97.5% and 98.8%" over lines that did not say which was which (98.8% for 98.75%).
+    row = dict(claim="C3", comparison="v80_vs_v57_insert", target="mysql57+mysql80", workload="insert_loop",
+               server_version="5.7.23, 8.0.40", baseline="server=mysql57", treatment="server=mysql80", estimate=3.12,
+               ci_low=2.83, ci_high=3.44, confidence=0.9875, published_ratio=3.3, verdict="supported",
+               verdict_label="supported, as published", rerun_chance=0.83, edge_label="")
+    bulk = {**row, "comparison": "v80_vs_v57_bulk_insert", "workload": "bulk_insert", "confidence": 0.975}
+    header, loop, bulk = cards.verdict_lines([row, bulk], claim=False)
+    assert "_vs_" not in loop + bulk and "mysql57" not in loop + bulk
+    assert loop.startswith("MySQL 8.0.40 vs MySQL 5.7.23 (insert loop) ")
+    assert bulk.startswith("MySQL 8.0.40 vs MySQL 5.7.23 (bulk insert) ")
+    at = header.index("LEVEL")
+    assert loop[at:].startswith("98.75% ") and bulk[at:].startswith("97.5% ")
+    header, _ = cards.verdict_lines([row], claim=False)
+    assert "LEVEL" not in header                                        # one level: the heading says it
 
 
 def test_analyze_names_the_server_on_every_line_and_prints_no_nan(capsys, tmp_path):
@@ -238,14 +260,15 @@ def test_analyze_names_the_server_on_every_line_and_prints_no_nan(capsys, tmp_pa
     assert cli.main(["analyze", first, second, "--data", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "nan" not in out.lower()
-    header, *lines = [line for line in out.splitlines() if line.startswith("  ") and " vs " in line[:24]
-                      or line.startswith("  COMPARISON")]
+    header, *lines = [line for line in out.splitlines() if line.startswith("  ") and " vs " in line[:60]
+                      and not line.startswith("  between") or line.startswith("  COMPARISON")]
     # the prepared-statement comparison has no rows in these runs (its workload came later)
-    lines = [line for line in lines if not line.startswith("  utf8mb4_ps vs latin1_ps")
-             and "utf8mb4 vs latin1_ps" not in line]
+    lines = [line for line in lines if "prepared statements" not in line]
     assert header.split()[:2] == ["COMPARISON", "SERVER"] and len(lines) == 3
     assert all(line[header.index("SERVER"):].startswith("MariaDB 10.11.19 ") for line in lines)
-    (between,) = [line for line in out.splitlines() if "between runs: mismatch vs latin1 on MariaDB" in line]
+    (between,) = [line for line in out.splitlines() if "between runs: latin1 client, utf8mb4 server vs latin1 "
+                  "throughout (sysbench oltp_read_write) on MariaDB" in line]
+    assert "baseline (latin1 throughout" in between
     assert first in between and second in between
     for number in re.findall(r"(?<![\w.])\d[\d,]*\.?\d*(?![\w.])", between.split("runs ", 1)[1]):
         digits = number.replace(",", "").replace(".", "").lstrip("0")

@@ -237,4 +237,4 @@ def test_analyze_says_the_same_of_a_packed_run(run, tmp_path, monkeypatch, capsy
     pack(run)
     assert cli.main(["analyze", SHIPPED, "--data", str(run.parents[1])]) == 0
     assert capsys.readouterr().out == as_csv
-    assert "mismatch vs latin1" in as_csv
+    assert "latin1 client, utf8mb4 server vs latin1 throughout" in as_csv

@@ -65,17 +65,18 @@ def main(args) -> int:
 def _claim_lines(a, exclude_contention: bool, table: bool = True) -> list[str]:
     """One claim's lines: its notes, a heading with the verdict counts and the interval level, the
     verdict table (`table`), then what to do about slow hours and edges and how its runs spread."""
-    from ..cards import edge_lines, slow_hour_lines
+    from ..cards import edge_lines, slow_hour_lines, verdict_lines
     from ..stats.verdicts import VERDICTS
+    from ..wording import level
     rows = a.table.to_dict("records")
     lines = [f"note: {note}" for note in a.notes]
     counts = a.table["verdict"].value_counts()
     head = ", ".join(f"{counts.get(word, 0)} {word.replace('_', ' ')}" for word in VERDICTS)
-    levels = sorted({f"{c:.1%}".replace(".0%", "%") for c in a.table["confidence"].dropna()})
+    levels = sorted({level(c) for c in a.table["confidence"].dropna()}, key=lambda text: float(text[:-1]))
     level = f"; intervals at {' and '.join(levels)} confidence" if levels else ""
     lines.append(f"{a.claim.id} {a.claim.title}: {head}{level}")
     if table:
-        lines += [f"  {line}" for line in _table_lines(rows)]
+        lines += [f"  {line}" for line in verdict_lines(rows, claim=False)]
     lines += [f"  slow hour: {line}" for line in slow_hour_lines(rows)]
     lines += [f"  near an edge: {line}" for line in edge_lines(rows)]
     if len(a.run_id.split()) > 1:
@@ -83,26 +84,6 @@ def _claim_lines(a, exclude_contention: bool, table: bool = True) -> list[str]:
     if exclude_contention:
         lines += [f"  {line}" for line in _contention_lines(a.results, a.table)]
     return lines
-
-
-def _table_lines(rows: list[dict]) -> list[str]:
-    """One aligned line per comparison and server. Two targets on one server version (runs of
-    different params files) are told apart by their target's name."""
-    from ..cards import comparison_label, rerun_chance, shown_label
-    from ..wording import interval, published
-    header = ("COMPARISON", "SERVER", "MEASURED [INTERVAL]", "PUBLISHED", "SAME ON RERUN", "VERDICT")
-    servers = {r["target"]: _server(r) for r in rows}
-    shared = {name for name in servers.values() if list(servers.values()).count(name) > 1}
-    lines = []
-    for r in rows:
-        untested = r.get("verdict") == "not_tested" or _missing(r.get("estimate"))
-        server = servers[r["target"]] + (f" (target {r['target']})" if servers[r["target"]] in shared else "")
-        measured = "not measured" if untested else \
-            interval(r["estimate"], r.get("ci_low"), r.get("ci_high"))
-        lines.append((comparison_label(r["comparison"]), server, measured, published(r.get("published_ratio")),
-                      "—" if untested else rerun_chance(r.get("rerun_chance")), shown_label(r)))
-    widths = [max(len(x) for x in column) for column in zip(header, *lines)]
-    return ["  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip() for line in (header, *lines)]
 
 
 def _server(row: dict) -> str:
@@ -119,11 +100,13 @@ def _between_run_lines(a) -> list[str]:
     """How the runs of each comparison and server spread, where a server has more than one run
     (with one, there is no spread to tell)."""
     from .. import stats
-    from ..cards import comparison_label
-    from ..wording import number, server_names
+    from ..cards import spoken_comparisons
+    from ..wording import baseline_words, number, server_names
     spread, levels = stats.between_runs(a.results, a.claim)
     levels = levels.groupby(["comparison", "target"])
     servers = server_names(a.results)
+    rows = a.table.to_dict("records")
+    compared = {(r["comparison"], r["target"]): words for r, words in zip(rows, spoken_comparisons(rows))}
     lines = []
     for row in spread.itertuples(index=False):
         runs = levels.get_group((row.comparison, row.target))
@@ -131,10 +114,11 @@ def _between_run_lines(a) -> list[str]:
             continue
         corr = "" if math.isnan(row.baseline_corr) else \
             f", its correlation with the estimate {number(row.baseline_corr)}"
-        lines.append(f"between runs: {comparison_label(row.comparison)} on {servers.get(row.target, row.target)}: "
+        where = servers.get(row.target, row.target)
+        lines.append(f"between runs: {compared.get((row.comparison, row.target), row.comparison)} on {where}: "
                      f"runs {_per_run(runs, 'estimate')}; between-run sd {number(row.between_run_sd)}, "
                      f"within-run sd {number(row.within_run_sd)}, p(runs differ) {number(row.p_runs_differ)}; "
-                     f"baseline ({row.baseline}) {_per_run(runs, 'baseline_level')}{corr}")
+                     f"baseline ({baseline_words(row.baseline)}) {_per_run(runs, 'baseline_level')}{corr}")
     return lines
 
 
@@ -162,6 +146,7 @@ def _write_records(records, fmt: str) -> None:
     json.dump(rows, sys.stdout, indent=1, default=str)
     print()
 
+
 def _contention_lines(results, table) -> list[str]:
     """What --exclude-contention left out, and why a comparison then had nothing to compare."""
     keys = ["condition", "workload", "repetition", "iteration"]
@@ -169,7 +154,22 @@ def _contention_lines(results, table) -> list[str]:
     lines = [f"--exclude-contention left out {busy.groupby(keys).ngroups if len(busy) else 0} of "
              f"{results.groupby(keys).ngroups if len(results) else 0} measurements ({len(busy)} of "
              f"{len(results)} rows): taken while the machine was busy with other work (contention flag)"]
-    for row in table[table["verdict"] == "not_tested"].itertuples(index=False):
-        why = str(row.verdict_note).split(";")[0] or "no measurements left on one side"
-        lines.append(f"{row.comparison}: not tested because {why}")
+    from ..cards import spoken_comparisons
+    untested = table[table["verdict"] == "not_tested"].to_dict("records")
+    for row, compared in zip(untested, spoken_comparisons(untested)):
+        where = "" if _server(row) == "—" else f" on {_server(row)}"
+        lines.append(f"{compared}{where}: not tested because {_untested_why(row['verdict_note'])}")
     return lines
+
+
+def _untested_why(note) -> str:
+    """Why a comparison had nothing to compare, in a line: the exclusions that emptied a side
+    ("every row of one side excluded: 36 contention rows excluded"), not the notes' first clause
+    (which is the outliers', kept or not), nor the rows they list."""
+    note = str(note).removeprefix("not tested: ")
+    head, _, notes = note.partition(" (")
+    if head != "every row of one side excluded":
+        return note or "no measurements left on one side"
+    emptied = [part.split(":")[0] for part in notes.removesuffix(")").split("; ")
+               if "excluded" in part and not part.endswith("(none present)")]
+    return f"{head}: {', '.join(emptied)}" if emptied else head

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from claimlab.claims import Claim, Comparison
-from claimlab.wording import level_words
+from claimlab.wording import level_words, metric_words, workload_words
 
 from .observations import (
     BLOCK_KEYS,
@@ -112,7 +112,8 @@ def _groups(data: pd.DataFrame, comparison: Comparison, policy: Policy, factors:
     rows = experiment[(experiment["workload"] == comparison.workload)
                       & (experiment["metric"] == comparison.metric)]
     if rows.empty:
-        return [Group(comparison, reason=f"no {comparison.workload}/{comparison.metric} rows (present: "
+        return [Group(comparison, reason=f"no {metric_words(comparison.metric)} measured with "
+                                         f"{workload_words(comparison.workload)} (present: "
                                          f"{_present(experiment, ['workload', 'metric'])})")]
     sides = []
     for condition in (comparison.baseline, comparison.treatment):
@@ -142,8 +143,11 @@ def _groups(data: pd.DataFrame, comparison: Comparison, policy: Policy, factors:
 
 
 def _present(rows: pd.DataFrame, columns) -> str:
+    say = {"workload": workload_words, "metric": metric_words}
+
     def levels(column) -> str:
-        return ", ".join(level_words(f"{column}={v}") for v in sorted(rows[column].dropna().astype(str).unique()))
+        values = sorted(rows[column].dropna().astype(str).unique())
+        return ", ".join(say[column](v) if column in say else level_words(f"{column}={v}") for v in values)
     return "; ".join(f"{column} {levels(column)}" for column in columns)
 
 
