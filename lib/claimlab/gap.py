@@ -64,7 +64,7 @@ SHARES_INTRO = (
     "The run holds MySQL 5.7.23, 8.0.40 and 8.0.40 with skip-log-bin side by side in every block. The binary "
     "log's share of the gap is log(8.0.40 / 8.0.40 without it) ÷ log(8.0.40 / 5.7.23): 100% when the binary log "
     "is the whole gap, 0% when it is none of it, over 100% when 8.0.40 without it is faster than 5.7.23. Both "
-    "ratios come from the same blocks, paired round by round; the 95% interval is Fieller's (`stats.level_share`), "
+    "ratios come from the same blocks, paired round by round; the 95% interval is Fieller's, "
     "unbounded when the run cannot tell the gap itself from none. C4 says the binlog explains *most* of the gap: "
     f"supported when the whole interval lies above {MOST:.0%}. The run has no 9.7.4 without its binary log, so "
     "for 9.7.4 the part removed is 5.7's values (binary log off and Yangsh888's other settings).")

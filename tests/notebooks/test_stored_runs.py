@@ -189,6 +189,7 @@ for (const key of ['uca_ai', 'v80_skiplogbin', 'defaults80', 'defaults57', 'v57_
     out.push('key ' + key + ' in ' + e.textContent.trim().slice(0, 80)); break; }
 const body = text(document.body);
 if (/hierarchical bootstrap/.test(body) && !/Why is it slower/.test(body)) out.push('method: hierarchical bootstrap');
+for (const m of body.matchAll(/\b(?:claimlab|stats)\.[a-z_]+/g)) out.push('code named: ' + m[0]);
 const levels = new Set(Array.from(body.matchAll(/(\d+(?:\.\d+)?)% interval\)/g), m => m[1]));
 const stated = new Set(Array.from(body.matchAll(/Intervals at (\d+(?:\.\d+)?)%/g), m => m[1]));
 for (const l of levels) if (stated.size && !stated.has(l)) out.push('card level ' + l + '% not a table level');
