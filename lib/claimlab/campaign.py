@@ -16,7 +16,7 @@ from typing import Iterable
 
 from . import params as params_mod
 from .errors import ClaimlabError, DataError, Interrupted
-from .report import CLAIM_ABLATIONS, INVESTIGATIONS, NOTEBOOKS, check_targets, per_target, published_runs
+from .report import CLAIM_ABLATIONS, INVESTIGATIONS, NOTEBOOKS, published_runs
 from .store import list_runs, project_root
 
 
@@ -236,3 +236,35 @@ def _interrupted(exc: BaseException, step: Step, cut: str | None, runs: Runs, da
         out.resume.append((cut, f"claimlab run {step.experiment} --profile {step.exp.profile} --target "
                                 f"{step.target}{data} --resume {cut} && {render}"))
     return out
+
+
+def chosen_targets(exp: params_mod.Experiment, targets: Iterable[str]) -> list[str]:
+    """The targets of `targets` that `exp` declares, or its default when it declares none of
+    them (a params file of your own may name other targets). A target a factor's level names is
+    a level of the design, measured in the runs on the others, not a server to run it all on."""
+    pinned = {lv.target for factors in (exp.factors, *exp.target_factors.values())
+              for fac in factors for lv in fac.levels if lv.target}
+    return [t for t in targets if t in exp.targets and t not in pinned] or [exp.default_target]
+
+
+def check_targets(exps: dict[str, params_mod.Experiment], targets: Iterable[str], option: str = "--targets") -> None:
+    """A target that no params file declares is a mistyped name, not a request for the files'
+    defaults (which a build would otherwise run while saying it ran the name asked for)."""
+    declared = sorted({t for exp in exps.values() for t in exp.targets})
+    unknown = [t for t in targets if t not in declared]
+    if unknown:
+        raise ClaimlabError(f"{option}: no params file ({', '.join(sorted(exps))}) declares "
+                            f"{' or '.join(map(repr, unknown))}; they declare: {', '.join(declared)}")
+
+
+def per_target(experiment: str, exp: params_mod.Experiment, targets: Iterable[str], log=print):
+    """`exp` bound to each of its `chosen_targets` that can run here, in turn; the others are
+    logged with the reason."""
+    from .servers import check_available
+    for target in chosen_targets(exp, targets):
+        try:
+            check_available(exp.targets[target])
+        except ClaimlabError as exc:
+            log(f"{experiment}: target {target} not run: {exc}")
+            continue
+        yield params_mod.with_default_target(exp, target, experiment)

@@ -36,28 +36,25 @@ environment variable with `password_env`); the runner on the worker reads that v
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 import time
-import uuid
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
 from .errors import ClaimlabError, DataError, Interrupted
-from .records import now
+from .journal import Job, Journal, Session, new_session
 from .store import load_manifest, read_jsonl, runs_root
 from .transfer import archive_run, import_run
-from .writer import RunStore, append_lines, lock_writer, write_atomic
+from .writer import RunStore, lock_writer, write_atomic
 
 RESOURCE = "host"
 KIND = "kind-"                # a worker's kind: the resource kind-NAME=1 it offers besides host=1
 MOVE_AFTER_S = 600.0          # a host gone this long has its jobs moved to a live host of its kind
 TOPIC = "claimlab-started"    # a Dask event per task start: which lost tasks were measuring
 POLL_S = 1.0
-JOURNAL_DIR = ".cluster"      # under the client's data root: one journal per session
 
 
 # -- where the scheduler is ----------------------------------------------------------------------
@@ -263,97 +260,12 @@ def _packed(outbox: Path, host: str, resumed: bool) -> dict:
 
 # -- on the client: the session ------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class Job:
-    """One task: (experiment, target, host). Its key names the session, so a resumed session
-    submits the very same keys. A job moved from a host gone for good (`moved_from`) has a key of
-    its own: the new host's own job of the same experiment keeps its key."""
-
-    session: str
-    experiment: str
-    target: str
-    host: str
-    profile: str
-    moved_from: str = ""
-
-    @property
-    def key(self) -> str:
-        moved = f"-from-{self.moved_from}" if self.moved_from else ""
-        return f"claimlab-{self.session}-{self.experiment}-{self.target}-{self.host}{moved}"
-
-
-@dataclass
-class Session:
-    session: str
-    stored: dict[Job, Path] = field(default_factory=dict)
-    failed: dict[Job, str] = field(default_factory=dict)
-    interrupted: list[Job] = field(default_factory=list)
-    moved: dict[Job, Job] = field(default_factory=dict)     # the job of a host gone -> the job sent instead
-
-
-_JOB_FIELDS = ("experiment", "target", "host", "profile", "key")
-_JOURNAL_FIELDS = {"submitted": _JOB_FIELDS, "moved": (*_JOB_FIELDS, "to"), "interrupted": _JOB_FIELDS,
-                   "stored": _JOB_FIELDS, "failed": _JOB_FIELDS}
-
-
-class Journal:
-    """The client's record of a session (append-only JSON lines under the data root): what was
-    sent, which host was lost mid-run, what was stored or failed. `--resume` reads it."""
-
-    def __init__(self, data_root: Path, session: str):
-        self.path = data_root / JOURNAL_DIR / f"{session}.jsonl"
-
-    def write(self, event: str, job: Job | None = None, **fields) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        where = {"experiment": job.experiment, "target": job.target, "host": job.host,
-                 "profile": job.profile, "key": job.key} if job else {}
-        if job and job.moved_from:
-            where["moved_from"] = job.moved_from
-        append_lines(self.path, json.dumps({"at": now(), "event": event, **where, **fields}, sort_keys=True) + "\n")
-
-    def read(self) -> list[dict]:
-        """The session's records, each checked for the fields `unfinished` reads: a hand-edited or
-        damaged journal is refused with its entry named, not met as a KeyError mid-resume."""
-        if not self.path.exists():
-            raise ClaimlabError(f"no cluster session {self.path.stem!r} under {self.path.parent}")
-        records = read_jsonl(self.path)
-        for number, r in enumerate(records, 1):
-            needed = _JOURNAL_FIELDS.get(r.get("event") if isinstance(r, dict) else None)
-            missing = [f for f in needed or () if not isinstance(r.get(f), str)]
-            if needed is None or missing:
-                what = f"lacks {', '.join(missing)}" if needed else "is no event of a session journal"
-                raise DataError(f"{self.path}: entry {number} {what}; restore the file from a backup, or "
-                                f"start a new session (its stored runs stay in the data root)")
-        return records
-
-    def unfinished(self, records: list[dict]) -> list[Job]:
-        """The jobs of the session neither stored nor failed: a moved job's first key is done,
-        its new one is not."""
-        jobs: dict[str, Job] = {}
-        for r in records:
-            if r["event"] == "submitted":
-                jobs[r["key"]] = Job(self.path.stem, r["experiment"], r["target"], r["host"], r["profile"],
-                                     r.get("moved_from", ""))
-            elif r["event"] == "moved":
-                jobs.pop(r["key"], None)
-                job = Job(self.path.stem, r["experiment"], r["target"], r["to"], r["profile"],
-                          r.get("moved_from") or r["host"])
-                jobs[job.key] = job
-            elif r["event"] in ("stored", "failed"):
-                jobs.pop(r["key"], None)
-        return list(jobs.values())
-
-
-def new_session() -> str:
-    return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + uuid.uuid4().hex[:6]
-
-
 def run(where: Endpoint, experiments: list[str], *, profile: str, targets: list[str] | None = None,
         declared_only: bool = False, data_root: Path | None = None, resume: str | None = None,
         move_after: float | None = None, log: Callable[[str], None] = print) -> Session:
     """Every experiment on each target (None: its default) and each host, all sent at once so
     that each host works through its own queue; runs stored as they come back. `declared_only`:
-    each experiment on those of `targets` it declares, else its default (`report.chosen_targets`).
+    each experiment on those of `targets` it declares, else its default (`campaign.chosen_targets`).
     With `resume`, the session's jobs not yet stored are sent again (what finished while no
     client waited is collected from the workers' outboxes). A host gone for `move_after` seconds
     (default MOVE_AFTER_S) has its jobs moved to a live host of its kind."""
@@ -550,7 +462,7 @@ def report_runs(where: Endpoint, experiments: list[str] | None, *, profile: str,
                 data_root: Path | None, move_after: float | None = None, log=print) -> tuple[list[str], str]:
     """`claimlab report --scheduler`: every claim's runs on every host, stored here (their ids, and
     a line on those not stored, "" if none); the report then re-analyses them as stored runs. A
-    target an experiment does not declare is left out for it (as `report.chosen_targets` does on
+    target an experiment does not declare is left out for it (as `campaign.chosen_targets` does on
     one machine)."""
     from . import report
     session = run(where, experiments or list(report.NOTEBOOKS), profile=profile, targets=targets,

@@ -22,6 +22,7 @@ import pandas as pd
 
 from . import wording
 from .claims import Claim, PublishedFigure
+from .evidence import EVIDENCE_PATTERNS
 
 # The functions C1's source names, as a reader names them, with the pattern that finds them in a
 # perf frame or a callgrind function name: debug symbols (the mirror's builds: C names, or C++
@@ -172,3 +173,41 @@ def source_markdown(claim: Claim, experiment: str) -> str:
     if not lines:
         return ""
     return f"What the source measured ({claim.source_target}):\n\n" + "\n".join(lines)
+
+
+EVIDENCE_WORDS = {"collation_cost": "share in the comparison", "binlog_default": "share in binlog and fsync",
+                  "charset_mismatch": "share in charset code and lexer"}
+
+
+def evidence_table(ev, experiment: str, family: str | None = None) -> str:
+    """The evidence summary of a run as an HTML table, with the instruction counts of the
+    statement's own thread beside those of all server threads (runs profiled before threads were
+    counted apart have only the latter)."""
+    summary = ev.summary(EVIDENCE_PATTERNS.get(experiment, "."))
+    per = "query" if "per" in ev.instructions.columns and set(ev.instructions["per"]) == {"query"} else "row"
+    return wording.table_html(
+        summary.assign(condition=[wording.level_words(c, family) for c in summary["condition"]]),
+        formats={"named_share": wording.percent, "share_matching": wording.percent,
+                 "relative_spread": wording.percent, "own_spread": wording.percent},
+        labels={"share_matching": EVIDENCE_WORDS.get(experiment, "matching"),
+                "per_row": f"instructions per {per} (all threads)", "relative_spread": "spread (all threads)",
+                "own_per_row": f"instructions per {per} (statement's thread)",
+                "own_spread": "spread (statement's thread)"})
+
+
+def top_functions(profiles, n: int = 8, family: str | None = None) -> pd.DataFrame:
+    """The functions with the largest own share of samples, one column per condition (named as
+    a reader names its level on the server `family`)."""
+    table = pd.concat([p.top_functions(n) for p in profiles])
+    table = table[table["self_share"] > 0]
+    wide = table.pivot_table(index="function", columns="condition", values="self_share", fill_value=0.0)
+    wide = wide.loc[wide.max(axis=1).sort_values(ascending=False).index]
+    wide.columns = [wording.level_words(c, family) for c in wide.columns]
+    return (wide * 100).round(1).reset_index().rename(columns=lambda c: c if c == "function" else f"{c} (% of samples)")
+
+
+def flame_profiles(profiles, limit: int = 2):
+    """The profiles worth a flame graph: the first and the last condition (e.g. baseline and the
+    costliest treatment), so the page stays short."""
+    profiles = list(profiles)
+    return profiles if len(profiles) <= limit else [profiles[0], profiles[-1]]

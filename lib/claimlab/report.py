@@ -26,7 +26,6 @@ from . import cards, method_text, page_style, wording
 from . import params as params_mod
 from .claims import Claim
 from .errors import ClaimlabError, DataError
-from .evidence import EVIDENCE_PATTERNS
 from .provenance import cpu_label
 from .store import project_root, read_manifest
 
@@ -427,38 +426,6 @@ def resolve_runs(experiment: str, run_ids: list[str] | None, *, data_root: Path 
     return paths
 
 
-def chosen_targets(exp: params_mod.Experiment, targets: Iterable[str]) -> list[str]:
-    """The targets of `targets` that `exp` declares, or its default when it declares none of
-    them (a params file of your own may name other targets). A target a factor's level names is
-    a level of the design, measured in the runs on the others, not a server to run it all on."""
-    pinned = {lv.target for factors in (exp.factors, *exp.target_factors.values())
-              for fac in factors for lv in fac.levels if lv.target}
-    return [t for t in targets if t in exp.targets and t not in pinned] or [exp.default_target]
-
-
-def check_targets(exps: dict[str, params_mod.Experiment], targets: Iterable[str], option: str = "--targets") -> None:
-    """A target that no params file declares is a mistyped name, not a request for the files'
-    defaults (which a build would otherwise run while saying it ran the name asked for)."""
-    declared = sorted({t for exp in exps.values() for t in exp.targets})
-    unknown = [t for t in targets if t not in declared]
-    if unknown:
-        raise ClaimlabError(f"{option}: no params file ({', '.join(sorted(exps))}) declares "
-                            f"{' or '.join(map(repr, unknown))}; they declare: {', '.join(declared)}")
-
-
-def per_target(experiment: str, exp: params_mod.Experiment, targets: Iterable[str], log=print):
-    """`exp` bound to each of its `chosen_targets` that can run here, in turn; the others are
-    logged with the reason."""
-    from .servers import check_available
-    for target in chosen_targets(exp, targets):
-        try:
-            check_available(exp.targets[target])
-        except ClaimlabError as exc:
-            log(f"{experiment}: target {target} not run: {exc}")
-            continue
-        yield params_mod.with_default_target(exp, target, experiment)
-
-
 def scope_markdown(experiment: str, servers: Iterable[str] = ()) -> str:
     """The claim report's question and what it does and does not test (templates/scope/), with
     `{servers}` replaced by the servers that ran ("MariaDB 10.11.19 and MySQL 9.7.4")."""
@@ -466,36 +433,6 @@ def scope_markdown(experiment: str, servers: Iterable[str] = ()) -> str:
     names = [s for s in dict.fromkeys(servers) if s]
     said = " and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names) or "the servers below"
     return path.read_text().replace("{servers}", said) if path.exists() else ""
-
-
-EVIDENCE_WORDS = {"collation_cost": "share in the comparison", "binlog_default": "share in binlog and fsync",
-                  "charset_mismatch": "share in charset code and lexer"}
-
-
-def evidence_table(ev, experiment: str, family: str | None = None) -> str:
-    """The evidence summary of a run as an HTML table, with the instruction counts of the
-    statement's own thread beside those of all server threads (runs profiled before threads were
-    counted apart have only the latter)."""
-    summary = ev.summary(EVIDENCE_PATTERNS.get(experiment, "."))
-    per = "query" if "per" in ev.instructions.columns and set(ev.instructions["per"]) == {"query"} else "row"
-    return wording.table_html(
-        summary.assign(condition=[wording.level_words(c, family) for c in summary["condition"]]),
-        formats={"named_share": wording.percent, "share_matching": wording.percent,
-                 "relative_spread": wording.percent, "own_spread": wording.percent},
-        labels={"share_matching": EVIDENCE_WORDS.get(experiment, "matching"),
-                "per_row": f"instructions per {per} (all threads)", "relative_spread": "spread (all threads)",
-                "own_per_row": f"instructions per {per} (statement's thread)",
-                "own_spread": "spread (statement's thread)"})
-
-def top_functions(profiles, n: int = 8, family: str | None = None) -> pd.DataFrame:
-    """The functions with the largest own share of samples, one column per condition (named as
-    a reader names its level on the server `family`)."""
-    table = pd.concat([p.top_functions(n) for p in profiles])
-    table = table[table["self_share"] > 0]
-    wide = table.pivot_table(index="function", columns="condition", values="self_share", fill_value=0.0)
-    wide = wide.loc[wide.max(axis=1).sort_values(ascending=False).index]
-    wide.columns = [wording.level_words(c, family) for c in wide.columns]
-    return (wide * 100).round(1).reset_index().rename(columns=lambda c: c if c == "function" else f"{c} (% of samples)")
 
 
 def costs_by_server(results: pd.DataFrame) -> pd.DataFrame:
@@ -506,13 +443,6 @@ def costs_by_server(results: pd.DataFrame) -> pd.DataFrame:
     parts = [stats.cost_table(part).assign(server=names[target])
              for target, part in results.groupby("target", sort=True)]
     return pd.concat(parts, ignore_index=True) if parts else stats.cost_table(results)
-
-
-def flame_profiles(profiles, limit: int = 2):
-    """The profiles worth a flame graph: the first and the last condition (e.g. baseline and the
-    costliest treatment), so the page stays short."""
-    profiles = list(profiles)
-    return profiles if len(profiles) <= limit else [profiles[0], profiles[-1]]
 
 
 def diagnostics_markdown(diag) -> str:

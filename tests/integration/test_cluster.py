@@ -32,6 +32,7 @@ import pandas as pd
 import pytest
 
 from claimlab import cluster, hosts_view, transfer
+from claimlab import journal as journal_mod
 from claimlab.errors import ClaimlabError
 from claimlab.records import RunManifest
 from claimlab.report import analyze_runs
@@ -214,7 +215,7 @@ def test_two_claims_over_hosts_survive_a_killed_worker_and_pool_by_host(dask_clu
     assert any("resumed after an interruption" in line and line.startswith("bench-a") for line in lines), lines
     stored = sorted(store.glob("*/*/manifest.json"))
     assert len(stored) == 4 and not list((store / transfer.STAGING_DIR).iterdir())
-    journal = [json.loads(x) for x in next((store / cluster.JOURNAL_DIR).glob("*.jsonl")).read_text().splitlines()]
+    journal = [json.loads(x) for x in next((store / journal_mod.JOURNAL_DIR).glob("*.jsonl")).read_text().splitlines()]
     assert sorted(r["event"] for r in journal) == sorted(["submitted"] * 6 + ["stored"] * 4 + ["failed"] * 2
                                                        + ["interrupted"])
     ids = [path.parent.name for path in stored]
@@ -281,7 +282,7 @@ def test_an_interrupted_clients_session_is_collected_by_resume(dask_cluster, tmp
     journal = None
     while journal is None or journal.read_text().count('"submitted"') < 3:
         assert time.monotonic() < deadline and client.poll() is None
-        journal = next((store / cluster.JOURNAL_DIR).glob("*.jsonl"), None)
+        journal = next((store / journal_mod.JOURNAL_DIR).glob("*.jsonl"), None)
         time.sleep(0.2)
     session = journal.stem
     client.send_signal(signal.SIGINT)   # Ctrl-C: the hosts go on; it says how to collect their runs
@@ -411,13 +412,13 @@ def test_a_host_gone_for_good_has_its_job_moved_to_a_host_of_its_kind(dask_clust
         df = read_results(path.parent)
         assert df.attrs["run_state"]["verified"] and df.attrs["run_state"]["status"] == "complete"
         assert not df.duplicated(["condition", "workload", "repetition", "iteration", "metric"]).any()
-    journal = [json.loads(x) for x in next((store / cluster.JOURNAL_DIR).glob("*.jsonl")).read_text().splitlines()]
+    journal = [json.loads(x) for x in next((store / journal_mod.JOURNAL_DIR).glob("*.jsonl")).read_text().splitlines()]
     assert sorted(r["event"] for r in journal) == sorted(["submitted"] * 3 + ["interrupted", "moved", "failed"]
                                                        + ["stored"] * 2)
     (moved,) = [r for r in journal if r["event"] == "moved"]
     assert (moved["key"], moved["to"], moved["new_key"]) == (old.key, "bench-b", new.key)
     assert new.key in {r["key"] for r in journal if r["event"] == "stored"}
-    assert cluster.Journal(store, session.session).unfinished(journal) == []
+    assert journal_mod.Journal(store, session.session).unfinished(journal) == []
     # the first task was cancelled for good: should bench-a return, nothing is left for it to run
     from distributed import Client
     with Client(dask_cluster.address, timeout=30) as client:    # a lambda: pickled by value, not by module
@@ -445,13 +446,13 @@ def test_a_hosts_archive_that_fails_its_checks_fails_that_job_only(tmp_path):
     # Before: the DataError ended the session; the other hosts' good runs were never stored and
     # every --resume stopped on it again.
     store = tmp_path / "store"
-    session, journal = cluster.Session("s1"), cluster.Journal(store, "s1")
+    session, journal = journal_mod.Session("s1"), journal_mod.Journal(store, "s1")
     good, bad = _finished_run(tmp_path / "a"), _finished_run(tmp_path / "b")
     (bad / "events.jsonl").write_text((bad / "events.jsonl").read_text() + "\n")   # edited after the run
     said = []
     for run, host in ((bad, "bench-b"), (good, "bench-a")):
         archive = transfer.archive_run(run)
-        job = cluster.Job("s1", "exp", "mariadb", host, "smoke")
+        job = journal_mod.Job("s1", "exp", "mariadb", host, "smoke")
         cluster._store(_finished({"archive": archive, "sha256": hashlib.sha256(archive).hexdigest(),
                                   "resumed": False}),
                        job, journal, session, store, said.append)
@@ -466,8 +467,8 @@ def test_a_job_whose_worker_died_too_often_is_sent_again_on_resume(tmp_path):
     # the run's measurements waited on the host.
     from distributed import KilledWorker
     store = tmp_path / "store"
-    session, journal = cluster.Session("s2"), cluster.Journal(store, "s2")
-    job = cluster.Job("s2", "exp", "mariadb", "bench-a", "smoke")
+    session, journal = journal_mod.Session("s2"), journal_mod.Journal(store, "s2")
+    job = journal_mod.Job("s2", "exp", "mariadb", "bench-a", "smoke")
     journal.write("submitted", job)
     said = []
     cluster._store(_finished(error=KilledWorker("task", "tcp://10.0.0.1:1", 3)), job, journal, session, store,

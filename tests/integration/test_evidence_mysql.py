@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from claimlab import evidence, params, profiling, report, runner
+from claimlab import evidence, params, profiling, runner
 from claimlab.errors import DataError
 from claimlab.servers import installation
 from claimlab.store import sha256_file
@@ -53,7 +53,7 @@ def test_evidence_of_a_mysql_run_is_collected_on_mysql_and_stored_checksummed(tm
 
     (prof,) = ev.profiles
     assert prof.named_share > 0.9, prof.unnamed()
-    assert prof.share_of(report.EVIDENCE_PATTERNS["collation_cost"]) > 0.1
+    assert prof.share_of(evidence.EVIDENCE_PATTERNS["collation_cost"]) > 0.1
     assert any("my_charset_utf8mb4_0900_ai_ci" in f for f in prof.top_functions(5)["function"])
     (counted,) = ev.instructions.itertuples()
     assert counted.condition == "collation_uca_ai" and counted.per_row > 1000   # a UCA 9.0 comparison per row

@@ -14,7 +14,7 @@ import sys
 import pandas as pd
 import pytest
 
-from claimlab import cards, cli, records, report, runner, store, writer
+from claimlab import campaign, cards, cli, records, report, runner, store, writer
 from claimlab import params as params_mod
 from claimlab.errors import ClaimlabError
 from conftest import ROOT, copy_run, frozen, frozen_id
@@ -96,8 +96,8 @@ def test_a_target_no_params_file_declares_is_an_error_before_anything_runs(tmp_p
 
 def test_a_params_file_of_your_own_runs_its_default_when_it_declares_none_of_the_targets():
     exp = params_mod.load(params_mod.find("collation_cost", ROOT / "params"), "quick")
-    assert report.chosen_targets(exp, ["mysql", "elsewhere"]) == ["mysql"]
-    assert report.chosen_targets(exp, ["elsewhere"]) == [exp.default_target] == ["mariadb"]
+    assert campaign.chosen_targets(exp, ["mysql", "elsewhere"]) == ["mysql"]
+    assert campaign.chosen_targets(exp, ["elsewhere"]) == [exp.default_target] == ["mariadb"]
 
 
 def test_a_directory_a_command_writes_to_is_checked_before_anything_starts(tmp_path, capsys):

@@ -7,6 +7,8 @@ from __future__ import annotations
 import pytest
 
 from claimlab import cli, cluster
+from claimlab.errors import DataError
+from claimlab.journal import Job, Journal
 
 
 def test_a_workers_kind_is_its_kind_resource_and_a_worker_without_the_host_resource_is_no_host():
@@ -17,24 +19,24 @@ def test_a_workers_kind_is_its_kind_resource_and_a_worker_without_the_host_resou
 
 
 def test_a_moved_job_has_a_key_of_its_own_beside_its_new_hosts_own_job():
-    own = cluster.Job("s1", "binlog_default", "mariadb", "bench-b", "smoke")
-    moved = cluster.Job("s1", "binlog_default", "mariadb", "bench-b", "smoke", moved_from="bench-a")
-    assert len({own.key, moved.key, cluster.Job("s1", "binlog_default", "mariadb", "bench-a", "smoke").key}) == 3
+    own = Job("s1", "binlog_default", "mariadb", "bench-b", "smoke")
+    moved = Job("s1", "binlog_default", "mariadb", "bench-b", "smoke", moved_from="bench-a")
+    assert len({own.key, moved.key, Job("s1", "binlog_default", "mariadb", "bench-a", "smoke").key}) == 3
 
 
 def test_resume_sends_a_moved_job_under_its_new_key_and_not_the_old_one(tmp_path):
-    journal = cluster.Journal(tmp_path, "s1")
-    jobs = {h: cluster.Job("s1", "binlog_default", "mariadb", h, "smoke") for h in ("bench-a", "bench-b", "bench-c")}
+    journal = Journal(tmp_path, "s1")
+    jobs = {h: Job("s1", "binlog_default", "mariadb", h, "smoke") for h in ("bench-a", "bench-b", "bench-c")}
     for job in jobs.values():
         journal.write("submitted", job, kind="epyc")
     journal.write("interrupted", jobs["bench-a"], reason="the host's worker left mid-run")
     journal.write("moved", jobs["bench-a"], to="bench-c", new_key="k", kind="epyc")
     journal.write("stored", jobs["bench-b"], run_id="r1")
-    moved = cluster.Job("s1", "binlog_default", "mariadb", "bench-c", "smoke", moved_from="bench-a")
+    moved = Job("s1", "binlog_default", "mariadb", "bench-c", "smoke", moved_from="bench-a")
     assert journal.unfinished(journal.read()) == [jobs["bench-c"], moved]
     # moved once more, from bench-c: still the job meant for bench-a, under a key of its own
     journal.write("moved", moved, to="bench-b", new_key="k2", kind="epyc")
-    again = cluster.Job("s1", "binlog_default", "mariadb", "bench-b", "smoke", moved_from="bench-a")
+    again = Job("s1", "binlog_default", "mariadb", "bench-b", "smoke", moved_from="bench-a")
     assert journal.unfinished(journal.read()) == [jobs["bench-c"], again] and again.key != jobs["bench-b"].key
     journal.write("stored", again, run_id="r2")
     journal.write("failed", jobs["bench-c"], reason="servers did not start")
@@ -62,11 +64,11 @@ def test_move_after_is_refused_in_one_line_without_a_cluster_or_below_zero(args,
     ('["submitted"]', "entry 2 is no event of a session journal;"),
 ])
 def test_a_damaged_journal_entry_is_named_in_one_line(tmp_path, line, words):
-    journal = cluster.Journal(tmp_path, "s1")
-    journal.write("submitted", cluster.Job("s1", "binlog_default", "mariadb", "bench-a", "smoke"), kind="epyc")
+    journal = Journal(tmp_path, "s1")
+    journal.write("submitted", Job("s1", "binlog_default", "mariadb", "bench-a", "smoke"), kind="epyc")
     with journal.path.open("a") as f:
         f.write(line + "\n")
-    with pytest.raises(cluster.DataError) as caught:
+    with pytest.raises(DataError) as caught:
         journal.read()
     message = str(caught.value)
     assert message.startswith(f"{journal.path}: {words}") and "\n" not in message

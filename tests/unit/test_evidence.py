@@ -11,7 +11,7 @@ from dataclasses import replace
 
 import pytest
 
-from claimlab import cli, evidence, instructions, profiling, report, store
+from claimlab import cli, evidence, evidence_tables, instructions, profiling, store
 from claimlab.errors import DataError
 from claimlab.workloads import Sysbench
 from conftest import frozen, store_evidence
@@ -46,7 +46,8 @@ def test_runs_profiled_before_threads_were_counted_apart_show_all_thread_counts_
     table = evidence.load(run).summary(".")
     assert {"per_row", "relative_spread"} <= set(table.columns)
     assert not {"own_per_row", "own_spread"} & set(table.columns)
-    assert "instructions per row (all threads)" in report.evidence_table(evidence.load(run), "charset_mismatch")
+    shown = evidence_tables.evidence_table(evidence.load(run), "charset_mismatch")
+    assert "instructions per row (all threads)" in shown
 
 
 def test_a_statement_thread_counting_more_than_all_threads_is_refused():
@@ -94,7 +95,7 @@ def test_counts_added_to_stored_evidence_are_checked_like_the_rest_and_never_add
     ev = evidence.load(tmp_path)
     assert ev.instructions.set_index("condition").loc["charset_utf8mb4", "own_per_row"] == 19_000
     assert ev.functions.set_index("function").loc["my_ismbchar_utf8mb4", "calls"] == 1500
-    assert "instructions per query (statement" in report.evidence_table(ev, "charset_mismatch")
+    assert "instructions per query (statement" in evidence_tables.evidence_table(ev, "charset_mismatch")
     with pytest.raises(DataError, match="already added .*not overwritten"):
         evidence.add_instructions("charset_mismatch", tmp_path, target="mysql57")
     (out / "functions.added.csv").write_text(functions.replace("3000,3000", "2000,2000"))

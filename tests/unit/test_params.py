@@ -91,7 +91,7 @@ def test_levels_pinned_to_other_targets_run_with_one_default_target_only(write_p
     """`levels_for` keeps some levels to the runs on one target (C3's real versions run in the
     run on MySQL 9.7, not again in MariaDB's), and the report never runs a design on a target
     that one of its levels pins."""
-    from claimlab.report import chosen_targets
+    from claimlab.campaign import chosen_targets
     text = MINIMAL.replace("  default: {kind: mariadb}\n", "  default: {kind: mariadb}\n  other: {kind: mariadb}\n"
                            "  pinned: {kind: mariadb}\n") \
         .replace('    "on": {server: {log_bin: true}}\n',

@@ -3,7 +3,7 @@ the report's evidence patterns against the names perf gives (or a source quotes)
 
 import re
 
-from claimlab import report
+from claimlab import evidence
 from claimlab.symbols import MARIADB, MYSQL, _table_names
 
 CHARSET_INFO_SIZE = 208
@@ -50,7 +50,7 @@ def test_the_same_table_read_with_mariadb_slots_names_other_roles():
 def test_evidence_patterns_match_the_names_each_server_shows():
     """Names quoted by the claims' sources (debug symbols) and those claimlab.symbols gives on
     the stripped MariaDB 10.11 and MySQL 9.7 packages match; the scan's other work does not."""
-    collation, charset = report.EVIDENCE_PATTERNS["collation_cost"], report.EVIDENCE_PATTERNS["charset_mismatch"]
+    collation, charset = evidence.EVIDENCE_PATTERNS["collation_cost"], evidence.EVIDENCE_PATTERNS["charset_mismatch"]
     for name in ("my_strnncollsp_utf8mb3", "my_strnncoll_uca<Mb_wc_utf8mb4, 3>",
                  "strnncoll [collation of my_charset_utf8mb4_0900_ai_ci] › 0x2ee3480",
                  "strnncollsp [collation of my_charset_filename, my_charset_utf8mb3_general_ci]",

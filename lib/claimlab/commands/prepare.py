@@ -27,8 +27,8 @@ def add_parser(sub) -> None:
 
 
 def main(args) -> int:
+    from ..campaign import check_targets, per_target
     from ..preload import preload
-    from ..report import check_targets, per_target
 
     def say(line: str) -> None:
         print(f"prepare: {line}", file=sys.stderr)
