@@ -150,21 +150,22 @@ def verdict_lines(rows, claim: bool = True) -> list[str]:
     """The verdict table as plain text, one line per comparison and server, columns aligned: what a
     terminal shows at the end of `claimlab report` (`claim`: a column for it) and of `claimlab
     analyze`. Rows of several interval levels (a family's are wider) each say their own; two
-    targets on one server version (runs of different params files) are told apart by name."""
+    targets of one claim on one server version (runs of different params files) are told apart by
+    name."""
     rows = list(rows)
     levels = {level(r["confidence"]) for r in rows if not missing(r.get("confidence"))}
     servers = [server_name(None if missing(r.get("server_version")) else r["server_version"], r.get("target"))
                or "—" for r in rows]
     targets = {}
     for name, r in zip(servers, rows):
-        targets.setdefault(name, set()).add(r.get("target"))
+        targets.setdefault((r["claim"], name), set()).add(r.get("target"))
     header = (("CLAIM",) if claim else ()) + ("COMPARISON", "SERVER", "MEASURED [INTERVAL]") \
         + (("LEVEL",) if len(levels) > 1 else ()) + ("PUBLISHED", "SAME ON RERUN", "VERDICT")
     lines = []
     for r, compared, server in zip(rows, spoken_comparisons(rows), servers):
         untested = r.get("verdict") == "not_tested" or missing(r.get("estimate"))
         measured = "not measured" if untested else interval(r["estimate"], r.get("ci_low"), r.get("ci_high"))
-        if len(targets[server]) > 1:
+        if len(targets[(r["claim"], server)]) > 1:
             server += f" (target {r.get('target')})"
         lines.append(((str(r["claim"]),) if claim else ()) + (compared, server, measured)
                      + ((("—" if untested else level(r.get("confidence"))),) if len(levels) > 1 else ())

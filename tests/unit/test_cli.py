@@ -231,6 +231,9 @@ def test_two_targets_on_one_server_are_told_apart_by_name():
     assert mariadb[at:].startswith("MariaDB 10.11.19 (target mariadb) ")
     (line,) = cards.verdict_lines([{**row, "target": "mariadb"}], claim=False)[1:]
     assert line[at:].startswith("MariaDB 10.11.19 ") and "(target" not in line
+    # two claims, one target each: nothing to tell apart (C3's 8.0.40 against the fork beside C4's 8.0.40)
+    _, c1, c4 = cards.verdict_lines([{**row, "target": "default"}, {**row, "claim": "C4", "target": "mariadb"}])
+    assert "(target" not in c1 + c4
 
 
 def test_terminal_tables_name_levels_and_give_each_line_its_level_when_they_differ():
