@@ -652,7 +652,7 @@ def test_exclusions_are_listed_not_silent():
     results.loc[results.index[0], "value"] = np.nan
     kept = stats.analyze(results, CLAIMS["C4"]).iloc[0]
     assert "outliers flagged" in kept["verdict_note"] and "kept: seq" in kept["verdict_note"]
-    assert "1 rows without a positive value excluded" in kept["verdict_note"]
+    assert "1 row without a positive value excluded" in kept["verdict_note"]   # not "1 rows"
     assert f"contention rows included ({busy - results.loc[results.index[0], 'contention']}" in kept["verdict_note"]
     dropped = stats.analyze(results, CLAIMS["C4"], include_contention=False, exclude_outliers=True).iloc[0]
     assert "contention rows excluded: seq" in dropped["verdict_note"] and "excluded: seq" in dropped["verdict_note"]

@@ -8,6 +8,7 @@ group's notes, which end up in the verdict note.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -159,6 +160,8 @@ def _group(comparison, target, base, treat, policy: Policy, notes, strata) -> Gr
         # the first few by name; a note that named all of a C2 run's 117 kept outliers ran to pages
         labels = both.loc[mask].sort_values(["run_id", "seq", "iteration"])["_label"].tolist()
         more = f" and {len(labels) - NOTE_LISTS} more" if len(labels) > NOTE_LISTS else ""
+        if len(labels) == 1:   # "1 outlier flagged", not "1 outliers"
+            what = re.sub(r"^(\w+ )?(row|outlier)s", r"\1\2", what)
         return f"{len(labels)} {what}: {', '.join(labels[:NOTE_LISTS])}{more}" if labels else ""
 
     usable = both["_usable"]
