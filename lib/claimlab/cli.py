@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
         _check_writable(args, command)
         if getattr(command, "STARTS_SERVERS", False):
             _reap_orphans(args)
-            from .runner import signals_raise
+            from .errors import signals_raise
             with signals_raise():    # SIGTERM, like Ctrl-C, unwinds: the servers are stopped
                 return command.main(args)
         return command.main(args)

@@ -1,4 +1,9 @@
-"""Typed errors. The command line turns each into one line naming the file, field or target."""
+"""Typed errors. The command line turns each into one line naming the file, field or target;
+`signals_raise` makes SIGINT and SIGTERM one of them, so that `finally` blocks stop the servers
+(the run phase) and shut a notebook's kernel down (the render phase) alike."""
+
+import signal
+from contextlib import contextmanager
 
 
 class ClaimlabError(Exception):
@@ -41,3 +46,21 @@ class SettingsMismatch(ServerStartError):
 
 class Interrupted(ClaimlabError):
     """SIGINT or SIGTERM: servers are stopped and the run can be resumed."""
+
+
+@contextmanager
+def signals_raise():
+    """Turn SIGTERM (and SIGINT) into an exception so `finally` blocks stop the servers."""
+    def handler(signum, frame):
+        raise Interrupted(f"interrupted by {signal.Signals(signum).name}")
+    previous = {}
+    try:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            previous[sig] = signal.signal(sig, handler)
+    except ValueError:   # not the main thread (e.g. inside some kernels): leave signals alone
+        previous = {}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)

@@ -25,7 +25,7 @@ import pandas as pd
 from . import cards, method_text, page_style, wording
 from . import params as params_mod
 from .claims import Claim
-from .errors import ClaimlabError, DataError
+from .errors import ClaimlabError, DataError, signals_raise
 from .provenance import cpu_label
 from .store import project_root, read_manifest
 
@@ -143,7 +143,6 @@ def execute(notebook: str, out_dir: Path, parameters: dict, root: Path, name: st
     import papermill as pm
     from jupyter_client.manager import KernelManager
 
-    from .runner import signals_raise
     out_dir.mkdir(parents=True, exist_ok=True)
     output = out_dir / f"{name or Path(notebook).stem}.ipynb"
     source = root / "notebooks" / notebook

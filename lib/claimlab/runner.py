@@ -24,9 +24,7 @@ from __future__ import annotations
 import fcntl
 import json
 import shutil
-import signal
 import sys
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -34,7 +32,7 @@ from tqdm import tqdm
 
 from . import provenance
 from .design import Condition, plan
-from .errors import ClaimlabError, DataError, Interrupted
+from .errors import ClaimlabError, DataError, Interrupted, signals_raise
 from .looks import Look, at_cap, look_wait
 from .params import Experiment
 from .records import FORMAT_VERSION, RunManifest
@@ -52,7 +50,7 @@ from .store import find_run, load_manifest, project_root, raw_root, run_roots, r
 from .units import Context, Phases, draw_ahead, run_unit
 from .writer import RunStore, lock_writer, unwritten
 
-__all__ = ["run", "RunOutcome", "Interrupted", "signals_raise"]
+__all__ = ["run", "RunOutcome", "Interrupted"]
 
 
 @dataclass
@@ -63,24 +61,6 @@ class RunOutcome:
     measurements: int = 0
     skipped: dict[str, str] = field(default_factory=dict)
     failures: list[str] = field(default_factory=list)
-
-
-@contextmanager
-def signals_raise():
-    """Turn SIGTERM (and SIGINT) into an exception so `finally` blocks stop the servers."""
-    def handler(signum, frame):
-        raise Interrupted(f"interrupted by {signal.Signals(signum).name}")
-    previous = {}
-    try:
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            previous[sig] = signal.signal(sig, handler)
-    except ValueError:   # not the main thread (e.g. inside some kernels): leave signals alone
-        previous = {}
-    try:
-        yield
-    finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old)
 
 
 def _document_text(document) -> str:
