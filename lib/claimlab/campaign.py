@@ -78,7 +78,7 @@ def measure(experiments: Iterable[str] | None = None, *, profile: str = "quick",
     (perf, callgrind: minutes a server) is collected here after each run when `cpu_evidence`.
     An interrupt stops the current run's servers (the runner's clean-up) and raises Interrupted
     with `resume`: the command that finishes the cut run, and the one that renders every run."""
-    from . import ablation, evidence, runner, stats
+    from . import ablation, evidence, runner
     steps = plan(experiments, profile, targets, data_dir=data_dir, investigations=investigations, log=log)
     claim_steps = [s for s in steps if not s.investigation]
     if not claim_steps:
@@ -104,7 +104,7 @@ def measure(experiments: Iterable[str] | None = None, *, profile: str = "quick",
                 runs.investigations[step.investigation] = outcome.run_id
             else:
                 outcome = runner.run(step.exp, data_root=data_dir, progress=progress,
-                                     should_stop=stats.stopping_for(step.exp))
+                                     should_stop=should_stop(step.exp))
                 runs.claims[step.experiment].append(outcome.run_id)
             if cpu_evidence:
                 for run_dir in evidence.missing([outcome.path]):
@@ -268,3 +268,15 @@ def per_target(experiment: str, exp: params_mod.Experiment, targets: Iterable[st
             log(f"{experiment}: target {target} not run: {exc}")
             continue
         yield params_mod.with_default_target(exp, target, experiment)
+
+
+def should_stop(exp):
+    """`stats.stopping_for` of the claim `exp` tests, read from data/claims.yaml (None for a fixed
+    design, whose statistics then need not load): what every command that runs an experiment
+    hands the runner."""
+    if exp.design.sequential is None:
+        return None
+    from . import stats
+    from .claims import load_claims
+    from .store import project_root
+    return stats.stopping_for(exp, load_claims(project_root() / "data" / "claims.yaml")[exp.claim])

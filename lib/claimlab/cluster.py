@@ -195,7 +195,8 @@ def measure(key: str, experiment: str, params_text: str, profile: str, target: s
     from distributed import get_worker
 
     from . import params as params_mod
-    from . import runner, stats
+    from . import runner
+    from .campaign import should_stop
     worker = get_worker()
     name, kind = str(worker.name), worker_kind(worker.state.total_resources)
     worker.log_event(TOPIC, {"key": key})
@@ -217,9 +218,8 @@ def measure(key: str, experiment: str, params_text: str, profile: str, target: s
     if earlier is not None and load_manifest(earlier).status != "complete":
         resume = earlier.name
     if earlier is None or resume:
-        should_stop = stats.stopping_for(exp) if exp.design.sequential is not None else None
         outcome = runner.run(exp, data_root=data_root, work_root=base / "work", resume=resume,
-                             progress=False, should_stop=should_stop)
+                             progress=False, should_stop=should_stop(exp))
         earlier = outcome.path
     _stamp_host(earlier, name, kind)
     outbox.parent.mkdir(parents=True, exist_ok=True)

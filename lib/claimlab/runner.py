@@ -102,7 +102,7 @@ def run(exp: Experiment, *, data_root: Path | None = None, work_root: Path | Non
     it returns a bool or (bool, reason)."""
     if (exp.design.sequential is None) != (should_stop is None):
         raise ValueError(f"{exp.name}: a stopping callback goes with a sequential design, and only "
-                         "with one (claimlab.stats.stopping_for(exp))")
+                         "with one (claimlab.campaign.should_stop(exp))")
     data_root = data_root or runs_root()
     the_plan = plan(exp)
     runnable, skipped, units = list(the_plan.conditions), the_plan.skipped, list(the_plan.units)

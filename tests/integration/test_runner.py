@@ -224,12 +224,12 @@ def _claims():
 
 
 def test_sequential_design_stops_when_the_claim_is_decided(tmp_path, write_params, mariadbd):
-    from claimlab import stats
+    from claimlab import campaign, stats
     text = EXP.format(rows=300, iterations=2).replace("ins:", "insert_loop:").replace(
         "max_attempts: 3}", "max_attempts: 3, sequential: {min_blocks: 3, max_blocks: 8, target_rel_width: 0.5}}")
     exp = params.load(write_params(text, name="binlog_default"))
     outcome = runner.run(exp, data_root=tmp_path / "raw", work_root=tmp_path / "work", progress=False,
-                         should_stop=stats.stopping_for(exp))
+                         should_stop=campaign.should_stop(exp))
     decisions = [e for e in _events(outcome.path) if e["event"] == "sequential"]
     results = read_results(outcome.path)
     blocks = results["repetition"].nunique()

@@ -39,8 +39,8 @@ def main(args) -> int:
                 conditions(exp)   # every combination of levels, too
                 for target, design in exp.target_designs.items():
                     if design.sequential is not None and design.sequential.precise:   # the claim's comparisons
-                        from ..stats.sequential import stopping_for  # only then: it loads the statistics
-                        stopping_for(params_mod.with_default_target(exp, target, str(path)))
+                        from ..campaign import should_stop  # only then: it loads the statistics
+                        should_stop(params_mod.with_default_target(exp, target, str(path)))
         print(f"ok: {path}")
     return 0
 

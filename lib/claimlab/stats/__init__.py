@@ -1,8 +1,8 @@
 """Statistics of claimlab: the one import the notebooks, reports and CLI use.
 
 Pure functions of the runner's tidy results table (store contract: one row per measurement and
-metric), no I/O (the runner reads the results a sequential look gets; `stopping_for` only loads
-the claim a design names), no plotting. One module per concern:
+metric), no I/O (the runner reads the results a sequential look gets; `campaign.should_stop`
+reads the claim a design names), no plotting. One module per concern:
 
 - `observations`: the checked table, the three-level design (runs, blocks, rounds), outliers,
   and the pairing of treatment with baseline into block log ratios;

@@ -253,15 +253,14 @@ def stop_callback(claim: Claim, rule: StopRule, policy: Policy = DEFAULT_POLICY
     return callback
 
 
-def stopping_for(exp) -> Callable[[pd.DataFrame], tuple[bool, str]] | None:
-    """The stopping callback an experiment's own design asks for (None for a fixed design): every
-    path that runs an experiment (command line, notebooks, ablations) takes it from here, so a
-    sequential design always stops by its rule and is analysed at the level that rule leaves."""
+def stopping_for(exp, claim: Claim) -> Callable[[pd.DataFrame], tuple[bool, str]] | None:
+    """The stopping callback an experiment's own design asks for (None for a fixed design), for
+    `claim`, the claim it tests: every path that runs an experiment takes it through
+    `campaign.should_stop`, so a sequential design always stops by its rule and is analysed at the
+    level that rule leaves. Names in `precise` that are none of the claim's comparisons are a
+    params file's error, said before any server starts."""
     if exp.design.sequential is None:
         return None
-    from claimlab.claims import load_claims
-    from claimlab.store import project_root
-    claim = load_claims(project_root() / "data" / "claims.yaml")[exp.claim]
     unknown = sorted(set(exp.design.sequential.precise) - {c.name for c in claim.comparisons})
     if unknown:
         from claimlab.errors import ConfigError
