@@ -70,6 +70,11 @@ def test_the_run_phase_imports_no_statistics_and_no_report():
     assert _crossing(RUN_PHASE, REPORTS) == {}
 
 
+def test_the_statistics_read_and_write_no_file():
+    # Before: stats.sequential read data/claims.yaml through the store (stopping_for).
+    assert _crossing(("stats",), ("store", "writer", "pack", "transfer", "params")) == {}
+
+
 def test_reporting_imports_nothing_that_starts_a_server():
     # Before: report imported runner (for its signal handling), so rendering loaded the run phase.
     assert _crossing(RENDER_PHASE, STARTS_SERVERS) == {}
