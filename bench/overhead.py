@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from claimlab import params, runner, stats
+from claimlab import campaign, params, runner
 from claimlab.errors import ClaimlabError
 from claimlab.store import find_run, read_jsonl, read_manifest, read_results
 
@@ -98,7 +98,7 @@ def main(argv=None) -> int:
                     continue
                 exp = params.with_default_target(exp, args.target, "--target")
             outcome = runner.run(exp, data_root=args.data, progress=sys.stderr.isatty(),
-                                 should_stop=stats.stopping_for(exp))
+                                 should_stop=campaign.should_stop(exp))
             dirs.append(outcome.path)
     table = pd.DataFrame([overhead(d) for d in dirs])
     shares = table.assign(**{c.replace("_s", "_share"): table[c] / table["wall_s"]

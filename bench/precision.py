@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from claimlab import cards, params, runner, stats, wording
+from claimlab import campaign, cards, params, runner, stats, wording
 from claimlab.claims import load_claims
 from claimlab.errors import ClaimlabError
 from claimlab.provenance import cpu_label
@@ -117,7 +117,7 @@ def main(argv=None) -> int:
                     continue
                 one = params.with_default_target(exp, target, "--target")
                 dirs.append(runner.run(one, data_root=args.data, progress=sys.stderr.isatty(),
-                                       should_stop=stats.stopping_for(one)).path)
+                                       should_stop=campaign.should_stop(one)).path)
     out = table(dirs, args.normal_only)
     if args.against:
         if not args.run:
