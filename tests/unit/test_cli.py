@@ -340,3 +340,15 @@ def test_runs_shows_the_server_marks_published_runs_and_filters(capsys, monkeypa
     table = pd.read_csv(io.StringIO(capsys.readouterr().out))
     assert list(table["run_id"]) == [frozen_id("why_slower")] and not table["published"].any()
     assert table["server"].str.contains("MySQL 9.7.4").all()
+
+
+def test_a_run_of_a_fixed_design_loads_no_statistics_before_its_servers(tmp_path):
+    # Before: `claimlab run` imported campaign (the report, pandas, scipy) for every run, so
+    # refusing a hostile params file cost 1.7 s of CPU where 0.6 s had done.
+    params = tmp_path / "fixed.yaml"
+    params.write_text((ROOT / "tests" / "fixtures" / "bad_params" / "07_zero_repetitions.yaml").read_text())
+    code = ("import sys\nfrom claimlab import cli\n"
+            f"code = cli.main(['run', {str(params)!r}, '--data', {str(tmp_path / 'raw')!r}, '--no-progress'])\n"
+            "print(code, sorted(m for m in sys.modules if m in ('scipy', 'claimlab.stats', 'claimlab.report')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True).stdout
+    assert out.strip() == "1 []", out

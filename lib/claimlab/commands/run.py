@@ -36,13 +36,16 @@ def writes_data(args) -> bool:
 
 
 def main(args) -> int:
-    from .. import campaign, runner
+    from .. import runner
     if on_cluster(args):
         return _run_on_cluster(args)
     exp = params_mod.load(params_mod.find(args.params), args.profile)
     if args.target:   # first: the target may bring a design of its own (`design_for`)
         exp = params_mod.with_default_target(exp, args.target, "--target")
-    should_stop = campaign.should_stop(exp)   # the statistics (scipy, pandas) load only when asked
+    should_stop = None
+    if exp.design.sequential is not None:   # the statistics (scipy, pandas) load only when asked
+        from ..campaign import should_stop as stopping
+        should_stop = stopping(exp)
     try:
         outcome = runner.run(exp, data_root=args.data, work_root=args.work, resume=args.resume,
                              progress=not args.no_progress and sys.stderr.isatty(),
