@@ -6,11 +6,10 @@ a chosen order (a waterfall from slow to fast whose steps add up to the whole ga
 configurations are conditions of one ordinary claimlab experiment (factor `step`), so they run in
 randomized complete blocks on fresh server processes, with every measurement stored like any run.
 
-Attribution is in log space: the share of an option is log(after / before) / log(fast / slow), so
-cumulative shares sum to exactly 1 and a ratio and its inverse get the same share. Intervals are
-`stats.ratio_interval` for ratios and, for shares, a percentile bootstrap over the same
-hierarchical resampling (restarts, then iterations; `share_interval`). A resample whose gap is
-zero has no share: such resamples are counted and the table's note says how many were left out.
+What each option explains is read from the stored run by `attribution`: in log space, the share
+of an option is log(after / before) / log(fast / slow), so cumulative shares sum to exactly 1.
+Intervals are `stats.ratio_interval` for ratios and, for shares, an expanded percentile bootstrap
+over the same hierarchical resampling (`stats.share_interval`).
 
 An ablation file (params/ablation/NAME.yaml):
 
@@ -28,18 +27,13 @@ An ablation file (params/ablation/NAME.yaml):
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import pandas as pd
-import scipy.stats as sps
 from pydantic import model_validator
 
 from . import params as params_mod
-from . import stats, wording
 from . import workloads as wl
 from .errors import ConfigError, DataError
 from .params import Design, Experiment, Factor, Level
@@ -272,158 +266,3 @@ def newest_run(name: str, data_root: Path | None = None) -> Path | None:
     from .store import list_runs
     stored = [r for r in list_runs(data_root) if r["experiment"] == name and r["status"] == "complete"]
     return Path(max(stored, key=lambda r: r["created_at"] or "")["path"]) if stored else None
-
-
-# --------------------------------------------------------------------------- attribution
-
-
-@dataclass(frozen=True)
-class ShareInterval(stats.Interval):
-    """A share's interval, with the number of bootstrap resamples that had no finite share
-    (resampled slow and fast means equal: no gap to share): the percentiles are of the others."""
-
-    nonfinite: int = 0
-    n_boot: int = 0
-
-    def __post_init__(self):
-        if not 0 <= self.nonfinite <= self.n_boot:
-            raise ValueError(f"nonfinite: {self.nonfinite} is not a count of the {self.n_boot} resamples")
-
-
-def expanded_tail(confidence: float, n: int) -> float:
-    """The lower percentile of Hesterberg's expanded percentile interval at `n` top-level units
-    (see share_interval): alpha/2 for large n, smaller for few."""
-    t = sps.t.isf((1 - confidence) / 2, n - 1)
-    return float(sps.norm.cdf(-math.sqrt(n / (n - 1)) * t))
-
-
-def share_interval(slow: stats.Sample, before: stats.Sample, after: stats.Sample, fast: stats.Sample, *,
-                   confidence: float = 0.95, n_boot: int = 2000,
-                   rng: np.random.Generator) -> ShareInterval:
-    """Share of the slow-to-fast gap taken by going from `before` to `after`:
-    log(after / before) / log(fast / slow), with a percentile bootstrap interval (Efron &
-    Tibshirani, An Introduction to the Bootstrap, 1993, ch. 13) over hierarchical resamples
-    (restarts, then iterations within them: Kalibera & Jones 2013), drawn once per distinct
-    sample so that a sample appearing twice (before is slow) cancels as it should.
-
-    The percentiles are expanded for the few restarts an ablation has (Hesterberg, "What Teachers
-    Should Know About the Bootstrap", The American Statistician 69(4), 2015, sec. 4.4): a plain
-    percentile interval is as narrow as a z interval with the n-divisor variance, and covered
-    82-91% at a nominal 95% with 3-6 restarts here (tests/unit/test_ablation_plan.py); the tail
-    taken is Phi(-sqrt(n/(n-1)) t_{n-1}) at the fewest restarts of the four samples.
-
-    Resamples without a finite share are counted in `nonfinite` and said in `note`, never
-    dropped silently; a share with no finite estimate or resample at all is a DataError."""
-    draws: dict[int, np.ndarray] = {}
-    for sample in (slow, before, after, fast):
-        if sample.n_repetitions < 2:
-            raise ValueError("a share interval needs two or more repetitions per configuration")
-        if id(sample) not in draws:
-            draws[id(sample)] = np.log(stats.hierarchical_draws(sample, "mean", n_boot, rng))
-
-    def share(s, b, a, f):
-        return (a - b) / (f - s)
-
-    with np.errstate(divide="ignore", invalid="ignore"):
-        estimate = share(*(np.log(x.statistic("mean")) for x in (slow, before, after, fast)))
-        boot = share(draws[id(slow)], draws[id(before)], draws[id(after)], draws[id(fast)])
-    finite = np.isfinite(boot)
-    if not (np.isfinite(estimate) and finite.any()):
-        raise DataError("a share of the gap is undefined: the slow and fast means are equal "
-                        "(in the data, or in every bootstrap resample)")
-    nonfinite = int(n_boot - finite.sum())
-    tail = expanded_tail(confidence, min(x.n_repetitions for x in (slow, before, after, fast)))
-    low, high = np.quantile(boot[finite], (tail, 1 - tail))
-    note = f"{nonfinite} of {n_boot} bootstrap resamples had no finite share" if nonfinite else ""
-    return ShareInterval(float(estimate), float(low), float(high), "expanded percentile, hierarchical", note,
-                         nonfinite, n_boot)
-
-
-def samples(results: pd.DataFrame, metric: str) -> dict[str, stats.Sample]:
-    """One Sample per condition level: values grouped by repetition, iterations in order."""
-    rows = results[results["metric"] == metric]
-    if rows.empty:
-        raise DataError(f"no measurements of metric {metric!r}")
-    out = {}
-    for level, part in rows.groupby(FACTOR):
-        reps = [g.sort_values("iteration")["value"].astype(float).to_numpy()
-                for _, g in part.groupby("repetition")]
-        out[str(level)] = stats.Sample.of(reps)
-    return out
-
-
-def attribute(results: pd.DataFrame, ablation: Ablation, *, confidence: float = 0.95, n_boot: int = 2000,
-              seed: int = 20261122) -> pd.DataFrame:
-    """One row per step: its ratio to its reference (slow for `one`, the previous step for
-    `cumulative`, slow for `total`) and its share of the gap, each with an interval.
-    `share_nonfinite` counts the bootstrap resamples left out of a share's interval (no finite
-    share); `note` (the same on every row) says when shares are not meaningful or some were."""
-    data = samples(results, ablation.metric)
-    steps = ablation.steps()
-    missing = sorted({s.condition for s in steps} - set(data))
-    if missing:
-        raise DataError(f"ablation {ablation.name}: no measurements for {', '.join(missing)}")
-    rng = np.random.default_rng(seed)
-    slow, fast = data["slow"], data["fast"]
-    total = stats.ratio_interval(slow, fast, confidence=confidence)
-    rows = [_row("total", "(all)", "fast", "slow", total, ShareInterval(1.0, 1.0, 1.0, "by definition"), data)]
-    previous = "slow"
-    for step in steps:
-        if step.kind not in ("one", "cumulative"):
-            continue
-        ref = "slow" if step.kind == "one" else previous
-        ratio = stats.ratio_interval(data[ref], data[step.condition], confidence=confidence)
-        share = share_interval(slow, data[ref], data[step.condition], fast, confidence=confidence,
-                               n_boot=n_boot, rng=rng)
-        rows.append(_row(step.kind, step.switched[-1], step.condition, ref, ratio, share, data))
-        if step.kind == "cumulative":
-            previous = step.condition
-    table = pd.DataFrame(rows)
-    table["note"] = _note(total, table, n_boot)
-    return table
-
-
-def _note(total: stats.Interval, table: pd.DataFrame, n_boot: int) -> str:
-    notes = ["the total gap's interval contains 1: shares are not meaningful"] if total.contains(1.0) else []
-    short = table[table["share_nonfinite"] > 0]
-    if len(short):
-        notes.append(f"up to {short['share_nonfinite'].max()} of {n_boot} bootstrap resamples of the shares "
-                     f"of {', '.join(short['condition'])} had no finite share (a resampled gap of zero) "
-                     "and are left out of their intervals")
-    return "; ".join(notes)
-
-
-def _row(kind, option, condition, reference, ratio, share: ShareInterval, data) -> dict:
-    return {"kind": kind, "option": option, "condition": condition, "reference": reference,
-            "mean": data[condition].statistic("mean"), "ratio": ratio.estimate, "ratio_lo": ratio.low,
-            "ratio_hi": ratio.high, "ratio_method": ratio.method, "share": share.estimate,
-            "share_lo": share.low, "share_hi": share.high, "share_nonfinite": share.nonfinite}
-
-
-def largest(table: pd.DataFrame, kind: str = "one") -> str:
-    """The option whose switch alone takes the largest share of the gap."""
-    part = table[table["kind"] == kind]
-    return str(part.loc[part["share"].idxmax(), "option"])
-
-
-def surprises(table: pd.DataFrame) -> list[str]:
-    """Steps whose switch to the fast value made the metric worse beyond doubt (the whole share
-    interval below 0): results a report must flag rather than pass over."""
-    out = []
-    for r in table[table["kind"].isin(["one", "cumulative"])].itertuples(index=False):
-        if r.share_hi < 0:
-            alone = "alone" if r.kind == "one" else "in the cumulative path"
-            out.append(f"switching {r.option} to the fast value {alone} made the loop slower, not faster: "
-                       f"share {wording.share_interval(r.share, r.share_lo, r.share_hi)} of the gap")
-    return out
-
-
-def attribution_html(table: pd.DataFrame) -> str:
-    """The attribution table for people: each share said as the waterfall figure and the
-    surprises say it (wording.share_interval), so that the page never rounds one share two ways."""
-    shown = pd.DataFrame({
-        "kind": table["kind"], "option": table["option"],
-        "ratio after / before [95%]": [wording.interval(r.ratio, r.ratio_lo, r.ratio_hi) for r in table.itertuples()],
-        "share of the gap [95%]": [wording.share_interval(r.share, r.share_lo, r.share_hi)
-                                   for r in table.itertuples()]})
-    return wording.table_html(shown)

@@ -217,7 +217,7 @@ def costs(table: pd.DataFrame, metrics: list[str] | None = None) -> plt.Figure:
 
 
 def waterfall(table: pd.DataFrame, metric: str = "elapsed_s", title: str = "") -> plt.Figure:
-    """An ablation (ablation.attribute's table), slow to fast in the cumulative order, drawn
+    """An ablation (attribution.attribute's table), slow to fast in the cumulative order, drawn
     across: each bar is one switch's change of the metric (relative to slow), and its share of
     the gap with its interval is written in a column of its own at the right, one line per bar,
     so no label can run into another however many switches there are."""

@@ -12,7 +12,7 @@ the gap. Two answers to that, both read from stored runs:
   but no 9.7.4 without its binlog: for 9.7.4 the part is 5.7's values (binary log off and seed
   004's other settings), the settings' share of its gap, not the binlog's alone.
 - `toggles_table`: the ablation params/ablation/seed004_toggles_mysql80.yaml (`claimlab ablate`:
-  each setting alone on 8.0.40 against its defaults, `ablation.attribute`), beside the seed's
+  each setting alone on 8.0.40 against its defaults, `attribution.attribute`), beside the seed's
   own figures.
 """
 
@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import ablation, stats, wording
+from . import ablation, attribution, stats, wording
 from .errors import DataError
 from .stats import equivalence_band
 
@@ -78,7 +78,7 @@ TOGGLES_INTRO = (
     "with the setting over without it, with a 95% Welch interval over server starts; a share is of this run's "
     "own gap, 8.0.40's defaults against 8.0.40 with every setting at 5.7's value, with a 95% percentile "
     "interval from resampling server starts, then rounds within them, widened for few starts (Hesterberg's "
-    "expanded percentile interval; `ablation.attribute`). The seed's "
+    "expanded percentile interval). The seed's "
     "shares are of its 5.7 → 8.0 gap (6.07 → 20.06 s).")
 
 
@@ -219,20 +219,20 @@ def against_seed(seed: float | tuple[float, float] | None, low: float, high: flo
 
 
 def toggles_of_run(run_dir: Path, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """A stored toggles run's table (`toggles_table`) and its attribution, from the ablation the
+    """A stored toggles run's table (`toggles_table`) and its shares, from the ablation the
     run measured (`ablation.of_run`), whatever its file says now."""
     from .store import read_results
     measured = ablation.of_run(run_dir)
-    attribution = ablation.attribute(read_results(run_dir), measured, seed=seed)
-    return toggles_table(attribution, measured), attribution
+    shares = attribution.attribute(read_results(run_dir), measured, seed=seed)
+    return toggles_table(shares, measured), shares
 
 
-def toggles_table(attribution: pd.DataFrame, abl: ablation.Ablation) -> pd.DataFrame:
-    """Each setting alone (`ablation.attribute`'s rows of kind one) and all of them together,
+def toggles_table(shares: pd.DataFrame, abl: ablation.Ablation) -> pd.DataFrame:
+    """Each setting alone (`attribution.attribute`'s rows of kind one) and all of them together,
     with the seed's figures beside: what a claim report shows of the toggles."""
     fast = ablation.option_values(abl.fast)
     rows = []
-    for r in attribution[attribution["kind"].isin(["one", "total"])].itertuples(index=False):
+    for r in shares[shares["kind"].isin(["one", "total"])].itertuples(index=False):
         alone = r.kind == "one"
         seed_text, seed_ratio = _seed(r.option) if alone else ("—", None)
         if not alone:
@@ -279,13 +279,13 @@ def toggles_html(table: pd.DataFrame) -> str:
     return wording.table_html(shown)
 
 
-def toggles_markdown(table: pd.DataFrame, attribution: pd.DataFrame) -> str:
+def toggles_markdown(table: pd.DataFrame, shares: pd.DataFrame) -> str:
     """What the toggles say: the largest share alone, each seed figure's fate, and what the
     ablation's own notes and surprises flag."""
     alone = table[table["alone"]]
     lines = [f"- Largest share alone: **{alone.loc[alone['share'].idxmax(), 'setting']}**."] if len(alone) else []
     lines += [f"- **{r.setting}**: {r.against_seed}." for r in alone.itertuples() if r.against_seed != "—"]
-    note = attribution["note"].iloc[0] if len(attribution) else ""
+    note = shares["note"].iloc[0] if len(shares) else ""
     lines += [f"- {note}."] if note else []
-    lines += [f"- **Unexplained by this run:** {s}." for s in ablation.surprises(attribution)]
+    lines += [f"- **Unexplained by this run:** {s}." for s in attribution.surprises(shares)]
     return "\n".join(lines)

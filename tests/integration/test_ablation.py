@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from claimlab import ablation, store
+from claimlab import ablation, attribution, store
 from claimlab.params import Design
 from claimlab.servers import ServerOptions, TargetSpec
 from claimlab.workloads import ProcInsertLoop
@@ -28,9 +28,9 @@ def test_ablation_attributes_binlog_sync_to_log_bin(tmp_path, mariadbd):
     assert len(abl.conditions()) == 4     # slow, fast, only-log_bin, only-max_connections (= upto-)
     outcome = ablation.run(abl, data_root=tmp_path / "raw", work_root=tmp_path / "work")
     assert outcome.status == "complete"
-    table = ablation.attribute(store.read_results(outcome.path), abl, n_boot=500, seed=1)
-    assert ablation.largest(table, "one") == "log_bin"
-    assert ablation.largest(table, "cumulative") == "log_bin"
+    table = attribution.attribute(store.read_results(outcome.path), abl, n_boot=500, seed=1)
+    assert attribution.largest(table, "one") == "log_bin"
+    assert attribution.largest(table, "cumulative") == "log_bin"
     cumulative = table[table["kind"] == "cumulative"]
     assert abs(cumulative["share"].sum() - 1.0) < 1e-9      # the waterfall adds up to the gap
     assert not list((tmp_path / "work").glob("*/*/server.pid"))

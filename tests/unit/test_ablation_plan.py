@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from scipy.stats import binom
 
-from claimlab import ablation, stats
+from claimlab import ablation, attribution, stats
 from claimlab.errors import ConfigError, DataError
 from claimlab.params import Design
 from claimlab.servers import ServerOptions, TargetSpec
@@ -65,11 +65,11 @@ def simulated(mean: float, rng: np.random.Generator, reps: int = 6, its: int = 4
 def test_share_interval_recovers_a_known_share():
     rng = np.random.default_rng(20261122)
     slow, step, fast = simulated(2.0, rng), simulated(1.2, rng), simulated(1.0, rng)
-    interval = ablation.share_interval(slow, slow, step, fast, n_boot=2000, rng=np.random.default_rng(1))
+    interval = stats.share_interval(slow, slow, step, fast, n_boot=2000, rng=np.random.default_rng(1))
     truth = math.log(1.2 / 2.0) / math.log(1.0 / 2.0)   # 0.737
     assert interval.low < truth < interval.high
     assert interval.high - interval.low < 0.2
-    whole = ablation.share_interval(slow, slow, fast, fast, n_boot=500, rng=np.random.default_rng(2))
+    whole = stats.share_interval(slow, slow, fast, fast, n_boot=500, rng=np.random.default_rng(2))
     assert whole.estimate == pytest.approx(1.0) and whole.low == pytest.approx(1.0)
 
 
@@ -87,7 +87,7 @@ def coverage(confidence: float, seed: int = 5, reps: int = 20) -> int:
     hits = 0
     for _ in range(SIMULATIONS):
         slow, step, fast = (simulated(mean, rng, reps=reps, its=3) for mean in (2.0, 1.5, 1.0))
-        hits += ablation.share_interval(slow, slow, step, fast, confidence=confidence, n_boot=400,
+        hits += stats.share_interval(slow, slow, step, fast, confidence=confidence, n_boot=400,
                                         rng=rng).contains(truth)
     return hits
 
@@ -123,16 +123,16 @@ def test_resamples_without_a_gap_are_counted_not_dropped_silently():
     # no gap, so no share; that happens with probability (2/3)^3 = 30%
     slow, fast = stats.Sample.of([[1.0], [1.0], [2.0]]), gapless(1.0)
     step = stats.Sample.of([[1.0], [1.0], [1.5]])
-    interval = ablation.share_interval(slow, slow, step, fast, n_boot=2000, rng=np.random.default_rng(3))
+    interval = stats.share_interval(slow, slow, step, fast, n_boot=2000, rng=np.random.default_rng(3))
     assert 0.25 < interval.nonfinite / interval.n_boot < 0.35
     assert interval.note == f"{interval.nonfinite} of 2000 bootstrap resamples had no finite share"
     assert math.isfinite(interval.low) and math.isfinite(interval.high)
-    assert ablation.share_interval(slow, slow, fast, fast, n_boot=50, rng=np.random.default_rng(3)).nonfinite > 0
+    assert stats.share_interval(slow, slow, fast, fast, n_boot=50, rng=np.random.default_rng(3)).nonfinite > 0
 
 
 def test_a_share_of_no_gap_at_all_is_an_error():
     with pytest.raises(DataError, match="slow and fast means are equal"):
-        ablation.share_interval(gapless(1.0), gapless(1.0), gapless(1.2), gapless(1.0), n_boot=50,
+        stats.share_interval(gapless(1.0), gapless(1.0), gapless(1.2), gapless(1.0), n_boot=50,
                                 rng=np.random.default_rng(3))
 
 
@@ -142,7 +142,7 @@ def test_the_attribution_table_says_how_many_resamples_had_no_share():
     values = {"slow": [1.0, 1.0, 2.0], "fast": [1.0, 1.0, 1.0]}
     rows = [{"metric": "elapsed_s", "step": condition, "repetition": rep, "iteration": 0, "value": value}
             for condition in abl.conditions() for rep, value in enumerate(values.get(condition, [1.0, 1.0, 1.5]))]
-    table = ablation.attribute(pd.DataFrame(rows), abl, n_boot=1000)
+    table = attribution.attribute(pd.DataFrame(rows), abl, n_boot=1000)
     shares = table[table["kind"] != "total"]
     assert (shares["share_nonfinite"] > 200).all() and (table["share_nonfinite"].iloc[0] == 0)
     assert "bootstrap resamples of the shares of only-log_bin" in table["note"].iloc[0]

@@ -41,15 +41,15 @@ def test_waterfall_draws_slow_each_step_and_fast():
 def test_the_waterfall_and_the_ablation_table_round_each_share_alike():
     # Before: the 05 page's figure read "0% [-48%, 29%]" where its table read 0.40%, and -144%
     # in a sentence where the table read -140%: three roundings of one share.
-    from claimlab import ablation, figures
+    from claimlab import attribution, figures
     table = _ablation([("log_bin", 1.4, 0.406), ("innodb_flush_neighbors", 1.5, -0.5), ("sync_binlog", 1.0, 0.004)])
     table = table.assign(ratio_lo=table["ratio"] * 0.9, ratio_hi=table["ratio"] * 1.1)
     table.loc[2, ["share_lo", "share_hi"]] = [-1.44, -0.11]
     drawn = [t.get_text() for t in figures.waterfall(table, "elapsed_s").axes[0].texts if "% [" in t.get_text()]
-    page = ablation.attribution_html(table)
+    page = attribution.attribution_html(table)
     assert drawn[1:] == ["-50% [-144%, -11%]", "0% [-10%, 10%]"]
     assert all(f"<td>{label}</td>" in page for label in drawn), (drawn, page)
-    assert ablation.surprises(table) and drawn[1] in ablation.surprises(table)[0]
+    assert attribution.surprises(table) and drawn[1] in attribution.surprises(table)[0]
 
 
 def _overlaps(fig) -> list[tuple[str, str]]:

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from claimlab import ablation, campaign, gap, records, stats, writer
+from claimlab import ablation, attribution, campaign, gap, records, stats, writer
 from claimlab.claims import Condition, load_claims
 from claimlab.errors import DataError
 from claimlab.simulation import Noise, simulate_results
@@ -125,8 +125,8 @@ def _toggles_run(seed: int):
 
 def test_each_toggle_alone_stands_beside_the_seeds_figure():
     abl, results = _toggles_run(seed=21)
-    attribution = ablation.attribute(results, abl, n_boot=400, seed=5)
-    table = gap.toggles_table(attribution, abl).set_index("setting")
+    shares = attribution.attribute(results, abl, n_boot=400, seed=5)
+    table = gap.toggles_table(shares, abl).set_index("setting")
     assert list(table.index) == ["all of them together", "innodb_autoinc_lock_mode = 1",
                                  "innodb_undo_log_truncate = OFF", "innodb_max_dirty_pages_pct_lwm = 0",
                                  "innodb_max_dirty_pages_pct = 75", "back_log = 80",
@@ -142,7 +142,7 @@ def test_each_toggle_alone_stands_beside_the_seeds_figure():
     assert table.loc["back_log = 80", "against_seed"] == "no effect within ±5%, as Yangsh888 found"
     page = gap.toggles_html(table.reset_index())
     assert "100%: the gap itself" in page and "88%" in page and "-1% to 1%" in page
-    assert "Largest share alone: **skip-log-bin**" in gap.toggles_markdown(table.reset_index(), attribution)
+    assert "Largest share alone: **skip-log-bin**" in gap.toggles_markdown(table.reset_index(), shares)
 
 
 def test_a_toggle_is_read_against_the_seed_on_both_sides():

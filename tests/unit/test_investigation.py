@@ -10,7 +10,7 @@ import time
 import pandas as pd
 import pytest
 
-from claimlab import ablation, campaign, records, report, store, variables, writer
+from claimlab import ablation, attribution, campaign, records, report, store, variables, writer
 from claimlab.errors import DataError
 from conftest import ROOT, frozen
 
@@ -67,7 +67,7 @@ def test_surprises_flag_a_step_that_made_it_slower():
         dict(kind="one", option="performance_schema", share=-0.16, share_lo=-0.33, share_hi=-0.06),
         dict(kind="one", option="log_bin", share=0.7, share_lo=0.5, share_hi=0.9),
         dict(kind="cumulative", option="sync_binlog", share=-0.05, share_lo=-0.2, share_hi=0.1)])
-    found = ablation.surprises(table)
+    found = attribution.surprises(table)
     assert len(found) == 1 and "performance_schema" in found[0] and "-16% [-33%, -6%]" in found[0]
 
 

@@ -15,10 +15,10 @@ RUN_PHASE = ("runner", "units", "rounds", "looks", "preload", "datacache", "desi
              "witness", "servers")
 # The render phase: what the notebooks, the index and the terminal tables call.
 RENDER_PHASE = ("report", "cards", "figures", "wording", "method_text", "ladder", "cost_tables", "page_style",
-                "hosts_view", "exploration", "evidence_tables")
+                "hosts_view", "exploration", "evidence_tables", "gap", "attribution")
 STARTS_SERVERS = ("runner", "units", "rounds", "preload", "campaign", "servers")
 REPORTS = ("stats", "report", "cards", "figures", "wording", "method_text", "ladder", "cost_tables", "page_style",
-           "hosts_view", "exploration", "evidence_tables", "gap")
+           "hosts_view", "exploration", "evidence_tables", "gap", "attribution")
 
 
 def _module(path: Path) -> str:

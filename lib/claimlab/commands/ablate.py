@@ -30,18 +30,18 @@ def writes_data(args) -> bool:
 
 
 def main(args) -> int:
-    from .. import ablation
+    from .. import ablation, attribution
     from ..store import read_results
     abl = ablation.load(ablation.find(args.ablation), args.profile, args.target)
     outcome = ablation.run(abl, data_root=args.data, work_root=args.work,
                            progress=not args.no_progress and sys.stderr.isatty())
-    table = ablation.attribute(read_results(outcome.path), abl)
+    table = attribution.attribute(read_results(outcome.path), abl)
     for r in table.itertuples(index=False):
         print(f"{r.kind:<10} {r.option:<28} ratio {r.ratio:6.3f} [{r.ratio_lo:.3f}, {r.ratio_hi:.3f}]  "
               f"share {r.share:6.1%} [{r.share_lo:.1%}, {r.share_hi:.1%}]")
     if table["note"].iloc[0]:
         print(f"note: {table['note'].iloc[0]}")
-    print(f"largest alone: {ablation.largest(table)}; run {outcome.run_id} in {outcome.path}")
+    print(f"largest alone: {attribution.largest(table)}; run {outcome.run_id} in {outcome.path}")
     if args.table:
         table.to_csv(args.table, index=False)
         print(f"table written to {args.table}")

@@ -19,7 +19,8 @@ reads the claim a design names), no plotting. One module per concern:
   estimate beside the machine's speed in it (`run_levels`);
 - `costs`: per-operation costs; `diagnostics`: drift, warm-up, outliers;
 - `shares`: a mechanism's share of a gap (Fieller's interval for a ratio of paired means), from
-  two levels' blocks (`level_share`), and whether it is most of the gap (`share_verdict`).
+  two levels' blocks (`level_share`), and whether it is most of the gap (`share_verdict`); an
+  ablation step's share with its bootstrap interval (`share_interval`).
 """
 
 from claimlab.stopping import StopRule
@@ -63,7 +64,17 @@ from .sequential import (
                     stop_callback,
                     stopping_for,
 )
-from .shares import GapShare, Share, fieller_ratio, level_share, share_of_gap, share_verdict
+from .shares import (
+                    GapShare,
+                    Share,
+                    ShareInterval,
+                    expanded_tail,
+                    fieller_ratio,
+                    level_share,
+                    share_interval,
+                    share_of_gap,
+                    share_verdict,
+)
 from .speed import PROBE_METRICS, SLOW_FACTOR, flagged_share, slow_probe_sides, slow_probes, speed_flags
 from .verdicts import (
                     EDGE_FACTOR,
@@ -84,7 +95,7 @@ __all__ = [
     "SLOW_FACTOR", "SLOW_HOUR", "SPREAD_COLUMNS", "TABLE_COLUMNS", "VERDICTS", "Diagnostics", "Interval",
     "Look", "LogRatio", "Policy", "Sample", "Share", "StopDecision", "StopRule", "Verdict", "analyze",
     "agreement_chance", "between_runs", "fieller_ratio", "share_of_gap", "GapShare", "level_share",
-    "share_verdict",
+    "share_verdict", "ShareInterval", "expanded_tail", "share_interval",
     "block_log_ratios", "blocks_for_agreement", "blocks_for_margin",
     "blocks_needed",
     "claim_metrics",
