@@ -665,6 +665,16 @@ def test_exclusions_are_listed_not_silent():
     assert busy > 12 and named.count("seq ") == 10 and named.endswith(f" and {busy - 10} more"), named
 
 
+def test_a_side_emptied_by_exclusions_says_which_first():
+    # Before: the reason began with the outliers' note (kept, not excluded), so `claimlab analyze`,
+    # which prints a note's first clause, said outliers where contention had emptied the side.
+    results = c4_results(contention_rate=1.0)
+    row = stats.analyze(results, CLAIMS["C4"], include_contention=False).iloc[0]
+    assert row["verdict"] == "not_tested"
+    first = row["verdict_note"].removeprefix("not tested: ").split(";")[0]
+    assert first == f"every row of one side excluded ({int(results['contention'].sum())} under contention)", first
+
+
 def test_outlier_lists_name_each_level_as_a_reader_does():
     # Before: "kept: seq 2 iteration 1 server=mysql57", a condition's key in a reader's note.
     results = c4_results().assign(experiment="insert_57_vs_80", server_version="5.7.23")

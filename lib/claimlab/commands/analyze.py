@@ -73,8 +73,8 @@ def _claim_lines(a, exclude_contention: bool, table: bool = True) -> list[str]:
     counts = a.table["verdict"].value_counts()
     head = ", ".join(f"{counts.get(word, 0)} {word.replace('_', ' ')}" for word in VERDICTS)
     levels = sorted({level(c) for c in a.table["confidence"].dropna()}, key=lambda text: float(text[:-1]))
-    level = f"; intervals at {' and '.join(levels)} confidence" if levels else ""
-    lines.append(f"{a.claim.id} {a.claim.title}: {head}{level}")
+    stated = f"; intervals at {' and '.join(levels)} confidence" if levels else ""
+    lines.append(f"{a.claim.id} {a.claim.title}: {head}{stated}")
     if table:
         lines += [f"  {line}" for line in verdict_lines(rows, claim=False)]
     lines += [f"  slow hour: {line}" for line in slow_hour_lines(rows)]
@@ -158,18 +158,6 @@ def _contention_lines(results, table) -> list[str]:
     untested = table[table["verdict"] == "not_tested"].to_dict("records")
     for row, compared in zip(untested, spoken_comparisons(untested)):
         where = "" if _server(row) == "—" else f" on {_server(row)}"
-        lines.append(f"{compared}{where}: not tested because {_untested_why(row['verdict_note'])}")
+        why = str(row["verdict_note"]).removeprefix("not tested: ").split(";")[0] or "no measurements left on one side"
+        lines.append(f"{compared}{where}: not tested because {why}")
     return lines
-
-
-def _untested_why(note) -> str:
-    """Why a comparison had nothing to compare, in a line: the exclusions that emptied a side
-    ("every row of one side excluded: 36 contention rows excluded"), not the notes' first clause
-    (which is the outliers', kept or not), nor the rows they list."""
-    note = str(note).removeprefix("not tested: ")
-    head, _, notes = note.partition(" (")
-    if head != "every row of one side excluded":
-        return note or "no measurements left on one side"
-    emptied = [part.split(":")[0] for part in notes.removesuffix(")").split("; ")
-               if "excluded" in part and not part.endswith("(none present)")]
-    return f"{head}: {', '.join(emptied)}" if emptied else head

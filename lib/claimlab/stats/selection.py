@@ -149,7 +149,7 @@ def _present(rows: pd.DataFrame, columns) -> str:
     def levels(column) -> str:
         values = sorted(rows[column].dropna().astype(str).unique())
         return ", ".join(say[column](v) if column in say else level_words(f"{column}={v}") for v in values)
-    return "; ".join(f"{column} {levels(column)}" for column in columns)
+    return " and ".join(f"{column} {levels(column)}" for column in columns)   # one clause of a note
 
 
 def _group(comparison, target, base, treat, policy: Policy, notes, strata) -> Group:
@@ -183,8 +183,14 @@ def _group(comparison, target, base, treat, policy: Policy, notes, strata) -> Gr
     kept_base, kept_treat = kept[kept.index.isin(base.index)], kept[kept.index.isin(treat.index)]
     share = flagged_share(both.loc[usable, "slow"].astype("boolean"))
     if kept_base.empty or kept_treat.empty:
+        # what emptied the side first, in a clause of its own (`claimlab analyze` prints it alone)
+        emptied = [f"{int(mask.sum())} {what}" for mask, what, applied in (
+            (~usable, "without a positive value", True), (both["_outlier"], "outliers", policy.exclude_outliers),
+            (busy, "under contention", not policy.include_contention),
+            (slow & usable, "in the slow state", policy.normal_only)) if applied and mask.any()]
         return Group(comparison, target, flagged_share=share, notes=tuple(filter(None, notes)),
-                     reason=f"every row of one side excluded ({'; '.join(filter(None, notes))})")
+                     reason=f"every row of one side excluded ({', '.join(emptied)}); "
+                            + "; ".join(filter(None, notes)))
     fast = None if comparison.statistic == "mean" else tuple(
         side_fast_state(side, strata, comparison.statistic) for side in (kept_base, kept_treat))
     blocks = block_log_ratios(kept_base, kept_treat, strata, comparison.statistic, fast)
