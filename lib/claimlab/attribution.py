@@ -49,7 +49,7 @@ def attribute(results: pd.DataFrame, ablation: Ablation, *, confidence: float = 
         ref = "slow" if step.kind == "one" else previous
         ratio = stats.ratio_interval(data[ref], data[step.condition], confidence=confidence)
         share = stats.share_interval(slow, data[ref], data[step.condition], fast, confidence=confidence,
-                               n_boot=n_boot, rng=rng)
+                                     n_boot=n_boot, rng=rng)
         rows.append(_row(step.kind, step.switched[-1], step.condition, ref, ratio, share, data))
         if step.kind == "cumulative":
             previous = step.condition

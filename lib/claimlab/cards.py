@@ -146,6 +146,13 @@ def spoken_comparisons(rows) -> list[str]:
             else comparison_words(r, workload=workload) for r in rows]
 
 
+def row_server(row) -> str:
+    """The server a verdict row was measured on, as a reader names it; its target's name where
+    no server ran, a dash where neither is known."""
+    version = row.get("server_version")
+    return server_name(None if missing(version) else version, row.get("target")) or "—"
+
+
 def verdict_lines(rows, claim: bool = True) -> list[str]:
     """The verdict table as plain text, one line per comparison and server, columns aligned: what a
     terminal shows at the end of `claimlab report` (`claim`: a column for it) and of `claimlab
@@ -154,8 +161,7 @@ def verdict_lines(rows, claim: bool = True) -> list[str]:
     name."""
     rows = list(rows)
     levels = {level(r["confidence"]) for r in rows if not missing(r.get("confidence"))}
-    servers = [server_name(None if missing(r.get("server_version")) else r["server_version"], r.get("target"))
-               or "—" for r in rows]
+    servers = [row_server(r) for r in rows]
     targets = {}
     for name, r in zip(servers, rows):
         targets.setdefault((r["claim"], name), set()).add(r.get("target"))

@@ -86,16 +86,6 @@ def _claim_lines(a, exclude_contention: bool, table: bool = True) -> list[str]:
     return lines
 
 
-def _server(row: dict) -> str:
-    from ..wording import server_name
-    version = row.get("server_version")
-    return server_name(None if _missing(version) else version, row.get("target")) or "—"
-
-
-def _missing(value) -> bool:
-    return value is None or isinstance(value, float) and math.isnan(value)
-
-
 def _between_run_lines(a) -> list[str]:
     """How the runs of each comparison and server spread, where a server has more than one run
     (with one, there is no spread to tell)."""
@@ -131,7 +121,8 @@ def _per_run(runs, column: str) -> str:
 def _records(table):
     """The columns a script reads, with the server named as a reader would name it."""
     out = table.copy()
-    out["server"] = [_server(r) for r in out.to_dict("records")]
+    from ..cards import row_server
+    out["server"] = [row_server(r) for r in out.to_dict("records")]
     return out[list(COLUMNS)]
 
 
@@ -154,10 +145,11 @@ def _contention_lines(results, table) -> list[str]:
     lines = [f"--exclude-contention left out {busy.groupby(keys).ngroups if len(busy) else 0} of "
              f"{results.groupby(keys).ngroups if len(results) else 0} measurements ({len(busy)} of "
              f"{len(results)} rows): taken while the machine was busy with other work (contention flag)"]
-    from ..cards import spoken_comparisons
+    from ..cards import row_server, spoken_comparisons
     untested = table[table["verdict"] == "not_tested"].to_dict("records")
     for row, compared in zip(untested, spoken_comparisons(untested)):
-        where = "" if _server(row) == "—" else f" on {_server(row)}"
+        server = row_server(row)
+        where = "" if server == "—" else f" on {server}"
         why = str(row["verdict_note"]).removeprefix("not tested: ").split(";")[0] or "no measurements left on one side"
         lines.append(f"{compared}{where}: not tested because {why}")
     return lines
