@@ -28,8 +28,10 @@ from __future__ import annotations
 
 import bisect
 import hashlib
+import os
 import re
 import subprocess
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -101,6 +103,12 @@ class SymbolTable:
         """`vendor` ("mariadb" or "mysql", a Flavor's) picks the handler slot order."""
         binary = str(binary)
         layout = LAYOUTS[vendor]
+        with ThreadPoolExecutor(1) as pool:    # the disassembly, most of the time, beside the parsing
+            calls = pool.submit(_call_lines, binary)
+            return cls._read(binary, layout, calls)
+
+    @classmethod
+    def _read(cls, binary: str, layout: HandlerLayout, calls: Future) -> SymbolTable:
         ranges: dict[int, int] = {}
         for match in _FDE.finditer(_run("readelf", "-wf", binary)):
             start, end = int(match[1], 16), int(match[2], 16)
@@ -128,7 +136,7 @@ class SymbolTable:
             names[address] = name
         starts = tuple(sorted(ranges))
         ends = tuple(ranges[s] for s in starts)
-        names |= _helper_names(_direct_calls(_call_lines(binary), starts, ends),
+        names |= _helper_names(_direct_calls(calls.result(), starts, ends),
                                names, set(starts))
         return cls(binary, build_id(binary), starts, ends, names)
 
@@ -146,11 +154,12 @@ class SymbolTable:
 
 def _call_lines(binary: str) -> str:
     """The call and jump lines of `objdump -d`, filtered by grep: the whole disassembly of an
-    80 MB mysqld is hundreds of MB of text that Python would otherwise carry and scan."""
+    80 MB mysqld is hundreds of MB of text that Python would otherwise carry and scan. grep reads
+    it as bytes (LC_ALL=C): in a UTF-8 locale it decodes every line and runs ten times slower."""
     objdump = subprocess.Popen(["objdump", "-d", "--no-show-raw-insn", binary], stdout=subprocess.PIPE,
                                stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)   # a full stderr pipe blocks it
     found = subprocess.run(["grep", "-E", r"^\s*[0-9a-f]+:\s+(call|jmp)\s+[0-9a-f]+ <"], stdin=objdump.stdout,
-                           capture_output=True, text=True)
+                           capture_output=True, text=True, env={**os.environ, "LC_ALL": "C"})
     objdump.stdout.close()
     if objdump.wait() != 0 or found.returncode not in (0, 1):    # grep: 1 = no line matched
         raise RuntimeError(f"objdump | grep failed on {binary} (exit {objdump.returncode}, "
@@ -325,12 +334,13 @@ def _helper_names(callers: dict[int, set[int]], names: dict[int, str], starts: s
     a few rounds each; the name lists the first caller and keeps the helper's own address."""
     named = dict(names)
     added: dict[int, str] = {}
+    pending = {callee: sources for callee, sources in callers.items() if callee in starts and callee not in named}
     for strict in (True, False):
         for _ in range(HELPER_ROUNDS):
             fresh = {}
-            for callee, sources in callers.items():
+            for callee, sources in pending.items():
                 known = [s for s in sources if s in named]
-                if callee in named or callee not in starts or not known or (strict and len(known) < len(sources)):
+                if not known or (strict and len(known) < len(sources)):
                     continue
                 caller_names = sorted({named[s].split(" › ")[0].split(" (+")[0] for s in known})
                 more = len(sources) - 1
@@ -339,4 +349,6 @@ def _helper_names(callers: dict[int, set[int]], names: dict[int, str], starts: s
                 break
             named |= fresh
             added |= fresh
+            for callee in fresh:
+                del pending[callee]
     return added
