@@ -4,7 +4,7 @@ the report's evidence patterns against the names perf gives (or a source quotes)
 import re
 
 from claimlab import evidence
-from claimlab.symbols import MARIADB, MYSQL, _table_names
+from claimlab.symbols import MARIADB, MYSQL, _helper_names, _table_names
 
 CHARSET_INFO_SIZE = 208
 
@@ -62,3 +62,15 @@ def test_evidence_patterns_match_the_names_each_server_shows():
         assert re.search(charset, name), name
     for name in ("row_search_mvcc", "ha_innobase::general_fetch", "Item_func_eq::val_int", "dispatch_command"):
         assert not re.search(collation, name) and not re.search(charset, name), name
+
+
+def test_helpers_are_named_after_named_callers_first_then_after_any_named_one():
+    names = {0x10: "row_search", 0x20: "ha_write_row"}
+    callers = {0x30: {0x10}, 0x40: {0x30}, 0x50: {0x10, 0x20}, 0x60: {0x20, 0x70}, 0x70: {0x80},
+               0x10: {0x20}, 0x90: {0x10}}                       # 0x10 already named; 0x90 no function
+    added = _helper_names(callers, names, starts={0x10, 0x20, 0x30, 0x40, 0x50, 0x60, 0x70, 0x80})
+    assert added[0x30] == "row_search › 0x30"
+    assert added[0x40] == "row_search › 0x40"                 # through 0x30, named a round before
+    assert added[0x50] == "ha_write_row (+1 more) › 0x50"
+    assert added[0x60] == "ha_write_row (+1 more) › 0x60"      # one unnamed caller: the second pass
+    assert set(added) == {0x30, 0x40, 0x50, 0x60} and names == {0x10: "row_search", 0x20: "ha_write_row"}
