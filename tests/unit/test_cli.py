@@ -309,6 +309,17 @@ def test_runs_says_what_it_left_out_and_refuses_a_missing_folder(tmp_path, capsy
     assert capsys.readouterr().err.strip() == f"claimlab: error: --data {tmp_path / 'nope'}: no such directory"
 
 
+def test_runs_refuses_an_experiment_nothing_knows_and_suggests_running_one_it_knows(tmp_path, capsys):
+    # Before: a misspelt --experiment listed nothing, said "no stored runs match" and exited 0.
+    copy_run(frozen("c1"), tmp_path)
+    assert cli.main(["runs", "--data", str(tmp_path), "--experiment", "charset_mismatc"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("claimlab: error: --experiment charset_mismatc: no params file and no stored run")
+    assert "charset_mismatch, collation_cost" in err and len(err.splitlines()) == 1
+    assert cli.main(["runs", "--data", str(tmp_path), "--experiment", "collation_cost"]) == 0   # a params file
+    assert capsys.readouterr().out.strip().endswith("`claimlab run collation_cost --profile smoke`")
+
+
 def test_a_checkout_is_found_from_outside_it(tmp_path, monkeypatch):
     # Before: outside the checkout, `runs` said "no stored runs" and `run` wrote to ./runs
     monkeypatch.delenv("CLAIMLAB_ROOT", raising=False)

@@ -40,6 +40,8 @@ def main(args) -> int:
             for run in list_runs(args.data, unreadable)]
     for message in unreadable:   # left out of the listing, never silently
         print(f"claimlab: left out: {message}", file=sys.stderr)
+    runnable = _runnable()
+    _check_experiments(args.experiment or (), {run["experiment"] for run in runs} | set(runnable))
     runs = [run for run in runs if _wanted(run, args)]
     if args.format == "json":
         json.dump([{c: run[c] for c in COLUMNS} for run in runs], sys.stdout, indent=1)
@@ -51,9 +53,9 @@ def main(args) -> int:
         writer.writerows({**run, "server": "; ".join(run["server"])} for run in runs)
         return 0
     if not runs:
-        print("no stored runs match; start one with `claimlab run binlog_default --profile smoke`"
-              if any((args.experiment, args.server, args.published)) else
-              "no stored runs; start one with `claimlab run binlog_default --profile smoke`")
+        wanted = [name for name in args.experiment or () if name in runnable] or ["binlog_default"]
+        print(f"no stored runs{' match' if any((args.experiment, args.server, args.published)) else ''}; "
+              f"start one with `claimlab run {wanted[0]} --profile smoke`")
         return 0
     header = ("RUN", "EXPERIMENT", "CLAIM", "SERVER", "PROFILE", "STATUS", "PUBLISHED", "HOST", "PATH")
     rows = [(r["run_id"], r["experiment"] or "", r["claim"] or "", ", ".join(r["server"]) or "—",
@@ -89,6 +91,19 @@ def servers_of(path: Path) -> list[str]:
     targets = {c.get("target") or manifest.get("default_target") for c in manifest.get("conditions") or ()}
     targets = (targets - set(manifest.get("skipped_targets") or ())) | set(versions)
     return [f"{t}: {versions[t]}" if t in versions else str(t) for t in sorted(t for t in targets if t)]
+
+
+def _runnable() -> list[str]:
+    from ..store import project_root
+    return sorted(p.stem for p in (project_root() / "params").glob("*.yaml"))
+
+
+def _check_experiments(names, known: set) -> None:
+    """A misspelt experiment would list nothing, and "no stored runs match" would hide why."""
+    for name in names:
+        if name not in known:
+            raise DataError(f"--experiment {name}: no params file and no stored run of that name "
+                            f"(there are: {', '.join(sorted(str(k) for k in known if k))})")
 
 
 def _wanted(run: dict, args) -> bool:
