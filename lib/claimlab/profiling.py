@@ -317,6 +317,11 @@ def conditions_of(name_or_path: str, profile: str = "smoke", root: Path | None =
         return [ProfiledCondition("slow", abl.target, abl.slow, abl.workload),
                 ProfiledCondition("fast", abl.target, abl.fast, abl.workload)]
     from .servers import flavor_of
+    if path.suffix not in (".yaml", ".yml") and not (root / "params" / f"{path}.yaml").is_file():
+        there = {kind: ", ".join(sorted(p.stem for p in folder.glob("*.yaml"))) or "none"
+                 for kind, folder in (("experiments", root / "params"), ("ablations", root / "params" / "ablation"))}
+        raise ConfigError(name_or_path, "", "no experiment (params/) or ablation (params/ablation/) of that name "
+                                            f"(experiments: {there['experiments']}; ablations: {there['ablations']})")
     exp = params.load(params.find(name_or_path, root / "params"), profile)
     if target is not None:
         exp = params.with_default_target(exp, target, "target")

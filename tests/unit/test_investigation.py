@@ -107,3 +107,14 @@ def test_a_quick_build_reads_the_shipped_investigation_where_one_is_stored(tmp_p
     monkeypatch.setenv("CLAIMLAB_ROOT", str(frozen_checkout))   # a clone: runs/ and data/raw
     assert campaign._stored_ablation(ablation_name, None)
     assert not campaign._stored_ablation(ablation_name, tmp_path)
+
+
+def test_profiling_an_unknown_name_lists_experiments_and_ablations():
+    """Before: `claimlab profile` said "no such params file" and listed experiments only, though
+    it takes an ablation's name too."""
+    from claimlab import profiling
+    from claimlab.errors import ConfigError
+    with pytest.raises(ConfigError, match=r"^binlog_hnt: no experiment \(params/\) or ablation") as raised:
+        profiling.conditions_of("binlog_hnt", "smoke", ROOT)
+    assert "experiments: binlog_default, charset_mismatch" in str(raised.value)
+    assert "ablations: binlog_hunt" in str(raised.value)
