@@ -14,8 +14,9 @@ import json
 import os
 import re
 import tempfile
+import threading
 import time
-from concurrent.futures import ThreadPoolExecutor, wait
+from concurrent.futures import Future, wait
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
@@ -153,11 +154,20 @@ def execute(notebook: str, out_dir: Path, parameters: dict, root: Path, name: st
     with tempfile.TemporaryDirectory(prefix="claimlab-kernel-") as sockets:
         km = KernelManager(kernel_name="python3", transport="ipc", ip=os.path.join(sockets, "kernel"))
         # papermill waits on the kernel in C (zmq), where a signal's Python handler never runs
-        # until the notebook ends: it runs in a thread, and this one waits where signals land
-        pool = ThreadPoolExecutor(1, thread_name_prefix="claimlab-notebook")
-        executing = pool.submit(pm.execute_notebook, str(source), str(output), parameters=parameters, km=km,
-                                cwd=str(root / "notebooks"), kernel_name="python3", progress_bar=False,
-                                log_output=False, request_save_on_cell_execute=False)
+        # until the notebook ends: it runs in a thread, and this one waits where signals land.
+        # A daemon thread: after an interrupt it waits on the shut-down kernel for good, and
+        # Python's exit would join a pool's thread (the command printed its error, then hung).
+        executing: Future = Future()
+
+        def notebook() -> None:
+            try:
+                executing.set_result(pm.execute_notebook(
+                    str(source), str(output), parameters=parameters, km=km, cwd=str(root / "notebooks"),
+                    kernel_name="python3", progress_bar=False, log_output=False,
+                    request_save_on_cell_execute=False))
+            except BaseException as exc:   # handed to the waiting thread, which raises it
+                executing.set_exception(exc)
+        threading.Thread(target=notebook, name="claimlab-notebook", daemon=True).start()
         try:
             with signals_raise():
                 while not wait([executing], timeout=0.5).done:
@@ -171,7 +181,6 @@ def execute(notebook: str, out_dir: Path, parameters: dict, root: Path, name: st
         finally:
             if km.has_kernel:
                 km.shutdown_kernel(now=True)
-            pool.shutdown(wait=False)
     return output
 
 

@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 from .. import params as params_mod
+from ..errors import Interrupted
 from . import EXIT_ERROR, READ_HELP, cluster_options, on_cluster
 
 NAME = "report"
@@ -42,6 +43,15 @@ def writes_data(args) -> bool:
     return args.from_data is None
 
 
+def _render_command(args, run_ids: list[str]) -> str:
+    """The command that renders `run_ids` (none: the published runs) as this one would have."""
+    words = ["claimlab report --from-data", *run_ids]
+    for option, value in (("--only", " ".join(args.only or ())), ("--data", args.data), ("--out", args.out),
+                          ("--figures", args.figures)):
+        words += [option, str(value)] if value else []
+    return " ".join(words + (["--show-code"] if args.show_code else []))
+
+
 def main(args) -> int:
     import time
 
@@ -62,8 +72,12 @@ def main(args) -> int:
                                 cpu_evidence=args.cpu_evidence, log=log)
     else:                        # stored runs only: the named ones, or the published ones
         runs = campaign.stored(args.from_data, data_dir=args.data, experiments=args.only)
-    index = report.render(runs, out_dir=args.out, show_code=args.show_code, data_dir=args.data,
-                          figures_dir=args.figures, log=log)
+    try:
+        index = report.render(runs, out_dir=args.out, show_code=args.show_code, data_dir=args.data,
+                              figures_dir=args.figures, log=log)
+    except Interrupted as exc:   # nothing is measured here: say how to render the same runs again
+        exc.rerender = _render_command(args, runs.all_ids() if args.from_data is None else args.from_data)
+        raise
     print(f"reports written; open {index}")
     if on_cluster(args):
         from .. import hosts_view
