@@ -84,7 +84,13 @@ def measure(experiments: Iterable[str] | None = None, *, profile: str = "quick",
     if not claim_steps:
         raise ClaimlabError(f"none of the targets {', '.join(targets)} can run here")
     began = time.monotonic()
-    made = [p for p in preload_all(claim_steps, log) if not p.found]
+    try:
+        made = [p for p in preload_all(claim_steps, log) if not p.found]
+    except (Interrupted, KeyboardInterrupt) as exc:
+        out = Interrupted(str(exc) or "interrupted")
+        out.advice = ("no run had started: nothing was measured (the tables finished loading stay in the "
+                      "cache); run the same command again",)
+        raise out from exc
     if made:
         from .preload import summary
         log(f"set-up: loaded the tables in {time.monotonic() - began:.0f} s: {summary(made)}")
@@ -231,10 +237,17 @@ def _interrupted(exc: BaseException, step: Step, cut: str | None, runs: Runs, da
     data = f" --data {data_dir}" if data_dir else ""
     out = Interrupted(str(exc) or "interrupted")
     out.resume = []
-    if cut and not step.investigation:   # an ablation cannot be resumed: a new report runs it again
+    done = (f"the runs before it are complete: render them with: claimlab report --from-data "
+            f"{' '.join(runs.all_ids())}{data}") if runs.all_ids() else "nothing was measured before it"
+    if step.investigation:               # an ablation cannot be resumed: a new report runs it again
+        out.advice = (f"the {step.investigation} investigation was cut (the next claimlab report runs it "
+                      f"again); {done}",)
+    elif cut:
         render = f"claimlab report --from-data {' '.join([*runs.all_ids(), cut])}{data}"
         out.resume.append((cut, f"claimlab run {step.experiment} --profile {step.exp.profile} --target "
                                 f"{step.target}{data} --resume {cut} && {render}"))
+    else:                                # cut before its run stored anything
+        out.advice = (f"{step.experiment} on {step.target} had not started measuring; {done}",)
     return out
 
 

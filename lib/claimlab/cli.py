@@ -118,10 +118,10 @@ def main(argv: list[str] | None = None) -> int:
 def _say_how_to_resume(exc: Interrupted) -> None:
     run_id = getattr(exc, "run_id", "")
     resume = getattr(exc, "resume", None)
-    rerender = getattr(exc, "rerender", "")
-    if rerender:
-        print(f"claimlab: every run is stored; the reports were cut short: render them with: {rerender}",
-              file=sys.stderr)
+    advice = getattr(exc, "advice", ())
+    if advice:
+        for line in advice:
+            print(f"claimlab: {line}", file=sys.stderr)
     elif run_id:
         print(f"claimlab: run {run_id} keeps what was measured; resume with `claimlab run ... "
               f"--resume {run_id}` (see `claimlab runs`)", file=sys.stderr)

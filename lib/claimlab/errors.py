@@ -45,7 +45,10 @@ class SettingsMismatch(ServerStartError):
 
 
 class Interrupted(ClaimlabError):
-    """SIGINT or SIGTERM: servers are stopped and the run can be resumed."""
+    """SIGINT or SIGTERM: servers are stopped and the run can be resumed. Where the command knows
+    what to do next, `advice` holds its lines, which the command line prints after the error."""
+
+    advice: tuple[str, ...] = ()
 
 
 @contextmanager

@@ -3,6 +3,7 @@ renders with --from-data, the time left it prints, and the command an interrupt 
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 import pytest
@@ -58,6 +59,30 @@ def test_an_interrupt_names_the_command_that_finishes_the_cut_run_and_renders_ev
     assert isinstance(out, Interrupted) and not getattr(out, "run_id", None)
     assert out.resume == [("B", f"claimlab run binlog_default --profile quick --target mariadb --data {tmp_path} "
                                 f"--resume B && claimlab report --from-data A B --data {tmp_path}")]
+
+
+def test_an_interrupt_before_anything_was_stored_says_what_stands(tmp_path, monkeypatch):
+    # Before: "what was measured is kept; `claimlab runs` lists the interrupted runs" where no run
+    # had started, and nothing named the runs an interrupt between two runs left complete.
+    (step,) = [s for s in campaign.plan(["binlog_default"], "quick", ["mariadb"], log=lambda msg: None)]
+    signal = Interrupted("interrupted by SIGINT")
+    done = campaign.Runs(claims={"charset_mismatch": ["A"], "binlog_default": []})
+    out = campaign._interrupted(signal, step, None, done, tmp_path)
+    assert out.resume == [] and out.advice == (
+        f"binlog_default on mariadb had not started measuring; the runs before it are complete: render them "
+        f"with: claimlab report --from-data A --data {tmp_path}",)
+    out = campaign._interrupted(signal, step, None, campaign.Runs(claims={"binlog_default": []}), None)
+    assert out.advice == ("binlog_default on mariadb had not started measuring; nothing was measured before it",)
+    ablation = dataclasses.replace(step, investigation="why_slower")
+    out = campaign._interrupted(signal, ablation, "B", done, None)     # an ablation is not resumed
+    assert out.resume == [] and out.advice[0].startswith("the why_slower investigation was cut")
+
+    def loading(*args, **kwargs):
+        raise Interrupted("interrupted by SIGTERM")
+    monkeypatch.setattr(campaign, "preload_all", loading)
+    with pytest.raises(Interrupted, match="SIGTERM") as raised:
+        campaign.measure(["binlog_default"], targets=["mariadb"], data_dir=tmp_path, log=lambda msg: None)
+    assert raised.value.advice[0].startswith("no run had started: nothing was measured")
 
 
 def test_a_malformed_published_list_is_one_line_naming_it(tmp_path):
