@@ -96,8 +96,9 @@ def main(argv: list[str] | None = None) -> int:
             with signals_raise():    # SIGTERM, like Ctrl-C, unwinds: the servers are stopped
                 return command.main(args)
         return command.main(args)
-    except KeyboardInterrupt:
-        print("claimlab: interrupted; resume with --resume RUN_ID (see `claimlab runs`)", file=sys.stderr)
+    except KeyboardInterrupt:   # Ctrl-C outside signals_raise: a run's set-up, or a command that starts none
+        resume = "; resume with --resume RUN_ID (see `claimlab runs`)" if args.command == "run" else ""
+        print(f"claimlab: interrupted{resume}", file=sys.stderr)
         return EXIT_INTERRUPTED
     except BrokenPipeError:
         # the reader stopped reading (`claimlab analyze ... | head`): no traceback, and none at exit

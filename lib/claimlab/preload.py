@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from . import datacache
 from .design import cells, conditions, runnable_conditions
-from .errors import ServerGone, ServerStartError
+from .errors import ServerGone, ServerStartError, signals_raise
 from .params import Experiment
 from .records import new_run_id
 from .runner import claim_work, cleanup_work
@@ -83,36 +83,37 @@ def preload(exp: Experiment, *, work_root=None, log=None) -> list[Preloaded]:
     lock, _ = claim_work(work_root, work, run_id)   # a crashed preload's servers are reaped as a run's
     done = []
     try:
-        for group in cells(runnable):
-            c0 = group[0]
-            target = exp.targets[c0.target]
-            if not target.local:
-                continue
-            server = launcher.prepare(target, c0.server)
-            key = datacache.cell_key(server, group)
-            if key is None:
-                continue
-            if datacache.has(key):
-                done.append(Preloaded(exp.name, c0.target, c0.cell, 0.0, kept=True, found=True))
-                continue
-            if datacache.known_quick(key):
-                done.append(Preloaded(exp.name, c0.target, c0.cell, 0.0, kept=False, found=False, quick=True))
-                continue
-            if log:
-                log(f"{exp.name}: loading {c0.target} {c0.cell}")
-            try:
-                seconds = _make(server, group)
-            except (ServerStartError, ServerGone) as exc:
-                # the run makes it then, with its own retries (design.max_attempts)
+        with signals_raise():   # SIGTERM, like Ctrl-C, unwinds: the server being loaded is stopped
+            for group in cells(runnable):
+                c0 = group[0]
+                target = exp.targets[c0.target]
+                if not target.local:
+                    continue
+                server = launcher.prepare(target, c0.server)
+                key = datacache.cell_key(server, group)
+                if key is None:
+                    continue
+                if datacache.has(key):
+                    done.append(Preloaded(exp.name, c0.target, c0.cell, 0.0, kept=True, found=True))
+                    continue
+                if datacache.known_quick(key):
+                    done.append(Preloaded(exp.name, c0.target, c0.cell, 0.0, kept=False, found=False, quick=True))
+                    continue
                 if log:
-                    log(f"{exp.name}: {c0.target} {c0.cell} not loaded ahead, its run will load it: {exc}")
-                continue
-            if datacache.worth_keeping(seconds):
-                kept = datacache.save(server, key)
-            else:
-                kept = False
-                datacache.note_quick(key, seconds)    # the next preload leaves it to its run
-            done.append(Preloaded(exp.name, c0.target, c0.cell, seconds, kept=kept, found=False))
+                    log(f"{exp.name}: loading {c0.target} {c0.cell}")
+                try:
+                    seconds = _make(server, group)
+                except (ServerStartError, ServerGone) as exc:
+                    # the run makes it then, with its own retries (design.max_attempts)
+                    if log:
+                        log(f"{exp.name}: {c0.target} {c0.cell} not loaded ahead, its run will load it: {exc}")
+                    continue
+                if datacache.worth_keeping(seconds):
+                    kept = datacache.save(server, key)
+                else:
+                    kept = False
+                    datacache.note_quick(key, seconds)    # the next preload leaves it to its run
+                done.append(Preloaded(exp.name, c0.target, c0.cell, seconds, kept=kept, found=False))
     finally:
         launcher.close()
         cleanup_work(work)

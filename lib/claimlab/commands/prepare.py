@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 from .. import params as params_mod
+from ..errors import Interrupted
 from . import params_paths
 
 NAME = "prepare"
@@ -36,8 +37,12 @@ def main(args) -> int:
     exps = {path.stem: params_mod.load(path, args.profile) for path in params_paths(args.params)}
     if args.targets:
         check_targets(exps, args.targets, "--target")
-    for name, exp in exps.items():
-        for one in per_target(name, exp, args.targets or list(exp.targets), say):
-            for p in preload(one, work_root=args.work, log=say):
-                print(f"{p.experiment} {p.target} {p.cell}: {p.outcome()}")
+    try:
+        for name, exp in exps.items():
+            for one in per_target(name, exp, args.targets or list(exp.targets), say):
+                for p in preload(one, work_root=args.work, log=say):
+                    print(f"{p.experiment} {p.target} {p.cell}: {p.outcome()}")
+    except Interrupted as exc:   # its server is stopped; what is cached is whole
+        exc.advice = ("the tables loaded before the interrupt stay in the cache; the same command loads the rest",)
+        raise
     return 0
