@@ -117,21 +117,17 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _say_how_to_resume(exc: Interrupted) -> None:
-    run_id = getattr(exc, "run_id", "")
+    """What the command said it leaves (`advice`, or `resume`: a cut run and the command that
+    finishes it); otherwise all that is sure: the servers were stopped on the way out."""
     resume = getattr(exc, "resume", None)
-    advice = getattr(exc, "advice", ())
-    if advice:
-        for line in advice:
+    if exc.advice:
+        for line in exc.advice:
             print(f"claimlab: {line}", file=sys.stderr)
-    elif run_id:
-        print(f"claimlab: run {run_id} keeps what was measured; resume with `claimlab run ... "
-              f"--resume {run_id}` (see `claimlab runs`)", file=sys.stderr)
     elif resume:
         for cut, command in resume:
             print(f"claimlab: {cut} keeps what was measured; resume with: {command}", file=sys.stderr)
     else:
-        print("claimlab: what was measured is kept; `claimlab runs` lists the interrupted runs, and "
-              "`claimlab run EXPERIMENT --resume RUN_ID` completes one", file=sys.stderr)
+        print("claimlab: every server it started is stopped", file=sys.stderr)
 
 
 if __name__ == "__main__":

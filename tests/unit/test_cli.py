@@ -363,3 +363,20 @@ def test_a_run_of_a_fixed_design_loads_no_statistics_before_its_servers(tmp_path
             "print(code, sorted(m for m in sys.modules if m in ('scipy', 'claimlab.stats', 'claimlab.report')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True).stdout
     assert out.strip() == "1 []", out
+
+
+def test_an_interrupted_ablation_says_it_is_measured_again_not_resumed(tmp_path, capsys, monkeypatch):
+    # Before: "resume with `claimlab run ... --resume RUN_ID`", which cannot finish an ablation.
+    from claimlab import ablation
+    from claimlab.errors import Interrupted
+
+    def cut(*args, **kwargs):
+        exc = Interrupted("interrupted by SIGINT")
+        exc.run_id = "20261207T000000Z-abcdef"    # as the runner names the run it cut
+        raise exc
+    monkeypatch.setattr(ablation, "run", cut)
+    assert cli.main(["ablate", "binlog_hunt", "--data", str(tmp_path / "raw"), "--work", str(tmp_path / "w")]) == 130
+    assert capsys.readouterr().err.splitlines()[-2:] == [
+        "claimlab: error: interrupted by SIGINT",
+        "claimlab: run 20261207T000000Z-abcdef keeps what was measured, but an ablation is not resumed: "
+        "claimlab ablate binlog_hunt measures it again"]

@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 from .. import params as params_mod
+from ..errors import Interrupted
 
 NAME = "ablate"
 STARTS_SERVERS = True   # reaps the servers a killed claimlab left, then runs under signals_raise
@@ -33,8 +34,14 @@ def main(args) -> int:
     from .. import ablation, attribution
     from ..store import read_results
     abl = ablation.load(ablation.find(args.ablation), args.profile, args.target)
-    outcome = ablation.run(abl, data_root=args.data, work_root=args.work,
-                           progress=not args.no_progress and sys.stderr.isatty())
+    try:
+        outcome = ablation.run(abl, data_root=args.data, work_root=args.work,
+                               progress=not args.no_progress and sys.stderr.isatty())
+    except Interrupted as exc:   # the runner named the cut run; `claimlab run` cannot finish an ablation
+        cut = getattr(exc, "run_id", "")
+        exc.advice = (f"{f'run {cut} keeps what was measured, but ' if cut else ''}an ablation is not resumed: "
+                      f"claimlab ablate {args.ablation} measures it again",)
+        raise
     table = attribution.attribute(read_results(outcome.path), abl)
     for r in table.itertuples(index=False):
         print(f"{r.kind:<10} {r.option:<28} ratio {r.ratio:6.3f} [{r.ratio_lo:.3f}, {r.ratio_hi:.3f}]  "
