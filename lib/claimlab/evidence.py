@@ -202,15 +202,9 @@ def load(run_dir: Path) -> Evidence:
     """The stored evidence of a run, checked against its checksums (those of added counts too);
     added counts join the stored ones."""
     out = Path(run_dir) / DIRECTORY
-    try:
-        meta = json.loads((out / INDEX).read_text())
-    except FileNotFoundError:
-        raise DataError(f"{out}: no CPU evidence stored with this run") from None
+    meta = _index(out)
+    _verified(out, meta)
     added = meta.get(ADDED, {}).get("checksums", {})
-    changed = [f for f, digest in {**meta["checksums"], **added}.items()
-               if not (out / f).is_file() or sha256_file(out / f) != digest]
-    if changed:
-        raise DataError(f"{out}: {', '.join(changed)} changed after profiling (checksum mismatch)")
     profiles = []
     binary = next(iter(meta["binaries"]), "")
     for f in sorted(meta["checksums"]):
@@ -225,6 +219,31 @@ def load(run_dir: Path) -> Evidence:
     functions = _tables(out, [f for f in [*meta["checksums"], *added] if f.startswith("functions")],
                         list(FUNCTION_COLUMNS))
     return Evidence(tuple(profiles), counts, meta, functions)
+
+
+def verified_files(run_dir: Path) -> list[str]:
+    """A run's evidence files (paths in the run), each checked against evidence.json: what a run
+    carries beyond its manifest's checksums, and an import must account for."""
+    out = Path(run_dir) / DIRECTORY
+    return [f"{DIRECTORY}/{f}" for f in (INDEX, *_verified(out, _index(out)))]
+
+
+def _index(out: Path) -> dict:
+    try:
+        return json.loads((out / INDEX).read_text())
+    except FileNotFoundError:
+        raise DataError(f"{out}: no CPU evidence stored with this run") from None
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise DataError(f"{out / INDEX}: unreadable") from None
+
+
+def _verified(out: Path, meta: dict) -> list[str]:
+    """The files evidence.json lists (those of added counts too), each matching its checksum."""
+    listed = {**meta.get("checksums", {}), **meta.get(ADDED, {}).get("checksums", {})}
+    changed = [f for f, digest in listed.items() if not (out / f).is_file() or sha256_file(out / f) != digest]
+    if changed:
+        raise DataError(f"{out}: {', '.join(changed)} changed after profiling (checksum mismatch)")
+    return list(listed)
 
 
 def _tables(out: Path, files: list[str], columns: list[str]) -> pd.DataFrame:

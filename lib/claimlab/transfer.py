@@ -112,6 +112,13 @@ def _checked(run: Path, label: str):
     if "packed" in manifest.extra:    # a shipped run whose tables are Parquet (claimlab publish)
         from .pack import packed_tables
         listed |= {entry["file"] for entry in packed_tables(manifest).values()}
+    if (run / "evidence" / "evidence.json").is_file():   # CPU evidence: checksummed in its own index
+        from .evidence import verified_files
+        try:
+            listed |= set(verified_files(run))
+        except DataError as exc:
+            raise DataError(f"{label}: run {manifest.run_id}: {str(exc).removeprefix(str(run) + '/')}; "
+                            "nothing was imported") from None
     extra = sorted(str(p.relative_to(run)) for p in run.rglob("*") if p.is_file() and
                    str(p.relative_to(run)) not in listed
                    and not (manifest.format_version < 2 and p.parent.name == "variables"))   # not checksummed in 1

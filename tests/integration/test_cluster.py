@@ -33,13 +33,13 @@ import pytest
 
 from claimlab import cluster, hosts_view, transfer
 from claimlab import journal as journal_mod
-from claimlab.errors import ClaimlabError
+from claimlab.errors import ClaimlabError, DataError
 from claimlab.records import RunManifest
 from claimlab.report import analyze_runs
 from claimlab.servers import reap
 from claimlab.store import read_results
 from claimlab.writer import RunStore
-from conftest import ROOT, frozen, module_scratch, run_cli
+from conftest import ROOT, frozen, frozen_id, module_scratch, run_cli
 from hostnet import HostNetwork, make
 
 DASK = str(Path(sys.executable).with_name("dask"))
@@ -541,3 +541,21 @@ def test_a_packed_copy_of_a_shipped_run_imports_whole(tmp_path):
     path, new = transfer.import_run(copy, tmp_path / "store")
     assert new and (path / "results.parquet").exists()
     pd.testing.assert_frame_equal(read_results(path), read_results(shipped))
+
+
+def test_a_run_with_its_cpu_evidence_imports_whole_and_an_edited_profile_is_refused(tmp_path):
+    """Before: every run with CPU evidence was refused ("evidence/... is not covered by a
+    checksum"): the evidence's checksums are in evidence/evidence.json, not the manifest."""
+    from claimlab import evidence
+    source = tmp_path / "src" / frozen_id("c1")
+    shutil.copytree(frozen("c1"), source)
+    assert evidence.exists(source)
+    path, new = transfer.import_run(transfer.archive_run(source), tmp_path / "store")
+    assert new and evidence.load(path).profiles          # the profiles came along, verified
+    edited = tmp_path / "edited" / source.name
+    shutil.copytree(source, edited)
+    folded = next((edited / evidence.DIRECTORY).glob("*.folded"))
+    folded.write_text(folded.read_text() + "mysqld;edited 1\n")
+    with pytest.raises(DataError, match=rf"run {source.name}: evidence: {folded.name} changed after profiling"):
+        transfer.import_run(edited, tmp_path / "store2")
+    assert not (tmp_path / "store2" / "charset_mismatch").exists()
