@@ -143,8 +143,9 @@ def stored(run_ids: list[str] | None, data_dir: Path | None = None,
     wanted = set(_only(experiments))
     runs = Runs()
     if run_ids:
-        for run_id in run_ids:
-            path = find_run(run_id, data_dir)
+        for given in run_ids:
+            path = find_run(given, data_dir)
+            run_id = _by_id(given, path, data_dir)
             _check_verified(path)
             experiment = read_manifest(path)["experiment"]
             if experiment not in NOTEBOOKS:
@@ -164,6 +165,22 @@ def stored(run_ids: list[str] | None, data_dir: Path | None = None,
                                for name, (_, ablation_name) in INVESTIGATIONS.items()}
     runs.ablations = _claim_ablations(runs.claims, data_dir)
     return runs
+
+
+def _by_id(given: str, path: Path, data_dir: Path | None) -> str:
+    """A run named by its folder is passed on by id, as the notebooks take runs: found by that id
+    where the render looks (--data, else runs/ and data/raw), or refused in one line."""
+    from .store import find_run
+    if given == path.name:
+        return given
+    try:
+        same = find_run(path.name, data_dir).resolve() == path.resolve()
+    except DataError:
+        same = False
+    if not same:
+        raise ClaimlabError(f"--from-data {given}: reports read runs by id from one store; this run lies "
+                            f"outside {data_dir or 'runs/ and data/raw'}: add --data {path.parent.parent}")
+    return path.name
 
 
 def _only(experiments: Iterable[str] | None) -> list[str]:

@@ -30,6 +30,15 @@ def test_from_data_alone_renders_the_published_runs_and_named_runs_go_by_experim
         campaign.stored([*c4, c1[0]], experiments=["binlog_default"])
 
 
+def test_a_run_named_by_its_folder_is_rendered_by_id_from_where_the_render_looks(tmp_path):
+    # Before: the folder reached the notebook as a run id, which stopped at cell 3 ("is not a run id").
+    run = copy_run(frozen("c1"), tmp_path)
+    assert campaign.stored([str(run)], data_dir=tmp_path).claims == {"charset_mismatch": [run.name]}
+    with pytest.raises(ClaimlabError, match=rf"--from-data {run}: .* lies outside runs/ and data/raw: "
+                                            rf"add --data {tmp_path}$"):
+        campaign.stored([str(run)])     # the same id is found, but the shipped copy, not this one
+
+
 def test_an_unknown_experiment_is_refused_before_anything_runs():
     with pytest.raises(ClaimlabError, match="--only: no claim report for 'nope'"):
         campaign.plan(["nope"], "quick", ["mariadb"], log=lambda msg: None)
