@@ -186,8 +186,15 @@ def find_run(run_id: str, root: str | os.PathLike | None = None) -> Path:
     matches = [m for base in bases for m in sorted(base.glob(f"*/{run_id}"))]
     if not matches:
         raise DataError(f"no run {run_id!r} under {' or '.join(map(str, bases))}; "
-                        "`claimlab runs` lists the stored runs")
+                        f"{experiment_folder_hint(bases[0]) or '`claimlab runs` lists the stored runs'}")
     return matches[0]
+
+
+def experiment_folder_hint(root: Path) -> str:
+    """Runs sit at ROOT/<experiment>/<run id>/: a --data naming one experiment's folder finds
+    none, and says so."""
+    return f"{root} holds runs itself: name the folder above it, --data {root.parent}" if (
+        Path(root).is_dir() and any(Path(root).glob("*/manifest.json"))) else ""
 
 
 def list_runs(root: str | os.PathLike | None = None, unreadable: list[str] | None = None) -> list[dict]:

@@ -320,6 +320,16 @@ def test_runs_refuses_an_experiment_nothing_knows_and_suggests_running_one_it_kn
     assert capsys.readouterr().out.strip().endswith("`claimlab run collation_cost --profile smoke`")
 
 
+def test_a_data_folder_one_level_too_deep_names_the_one_above(tmp_path, capsys):
+    # Before: `runs` said "no stored runs" and `analyze` "no run ... under it".
+    run = copy_run(frozen("c1"), tmp_path)
+    hint = f"{run.parent} holds runs itself: name the folder above it, --data {tmp_path}"
+    assert cli.main(["runs", "--data", str(run.parent), "--format", "json"]) == 1
+    assert capsys.readouterr().err.strip() == f"claimlab: error: --data {run.parent}: {hint}"
+    assert cli.main(["analyze", run.name, "--data", str(run.parent)]) == 1
+    assert capsys.readouterr().err.strip().endswith(hint)
+
+
 def test_a_checkout_is_found_from_outside_it(tmp_path, monkeypatch):
     # Before: outside the checkout, `runs` said "no stored runs" and `run` wrote to ./runs
     monkeypatch.delenv("CLAIMLAB_ROOT", raising=False)

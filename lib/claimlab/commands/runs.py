@@ -31,9 +31,11 @@ def add_parser(sub) -> None:
 
 def main(args) -> int:
     from ..report import published_runs
-    from ..store import list_runs
+    from ..store import experiment_folder_hint, list_runs
     if args.data is not None and not args.data.is_dir():
         raise DataError(f"--data {args.data}: no such directory")
+    if args.data is not None and experiment_folder_hint(args.data):
+        raise DataError(f"--data {args.data}: {experiment_folder_hint(args.data)}")
     published = {run_id for ids in published_runs().values() for run_id in ids}
     unreadable: list[str] = []
     runs = [run | {"server": servers_of(Path(run["path"])), "published": run["run_id"] in published}
