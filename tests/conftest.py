@@ -267,6 +267,33 @@ def run_cli(*args: str, cwd: Path = ROOT, env: dict | None = None, timeout: floa
 
 
 
+def interrupt_when(args: list[str], child, signum: int, *, cwd: Path = ROOT, env: dict | None = None,
+                   after: float = 0.0) -> tuple[int, str, list[psutil.Process]]:
+    """Run `claimlab ARGS`, wait until a process below it matches `child` (a psutil.Process ->
+    bool), send `signum` `after` seconds later, and give its exit status, its stderr and the
+    matched processes. The command must end within two minutes: an interrupt that hangs fails."""
+    proc = subprocess.Popen([sys.executable, "-m", "claimlab.cli", *args], cwd=cwd, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, **(env or {})})
+    matched: list[psutil.Process] = []
+    try:
+        while proc.poll() is None and not matched:
+            try:
+                matched = [p for p in psutil.Process(proc.pid).children(recursive=True) if child(p)]
+            except psutil.NoSuchProcess:
+                break
+            time.sleep(0.05)
+        assert matched, f"nothing to interrupt came up: {proc.poll()} {proc.stderr.read()[-2000:]}"
+        time.sleep(after)
+        proc.send_signal(signum)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return proc.returncode, err, matched
+
+
 def looks_that_go_on(reason):
     """A sequential run's stopping callback that never stops: the server starts each look saw
     (a list it appends to), and the callback, whose reason is `reason(starts)`."""

@@ -2,8 +2,13 @@
 the run's first start of every cell then copies it and nothing is loaded or saved during the run.
 Real MariaDB."""
 
+import signal
+
+import psutil
+
 from claimlab import cli, datacache, params, preload, runner
 from claimlab.store import read_jsonl
+from conftest import interrupt_when
 
 EXP = """
 claim: C4
@@ -87,33 +92,11 @@ def test_a_cell_whose_server_does_not_start_is_left_to_its_run(tmp_path, write_p
 def test_sigterm_to_prepare_stops_the_server_it_was_loading(tmp_path, write_params, mariadbd):
     """Before: `claimlab prepare` took SIGTERM's default action and left the MariaDB it was
     loading running, and Ctrl-C told it to resume a run it never made."""
-    import os
-    import signal
-    import subprocess
-    import sys
-    import time
-
-    import psutil
     path = write_params(EXP.replace("rows: 500", "rows: 400000"))
-    command = [sys.executable, "-m", "claimlab.cli", "prepare", str(path), "--work", str(tmp_path / "work")]
-    proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env={**os.environ, "CLAIMLAB_DATADIRS": str(tmp_path / "datadirs")})
-    servers: list[psutil.Process] = []
-    try:
-        while proc.poll() is None and not servers:
-            try:
-                servers = [p for p in psutil.Process(proc.pid).children(recursive=True) if p.name() == "mariadbd"]
-            except psutil.NoSuchProcess:
-                break
-            time.sleep(0.05)
-        assert servers, f"no server came up: {proc.poll()} {proc.stderr.read()[-2000:]}"
-        proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    assert proc.returncode == 130, err[-2000:]
+    code, err, servers = interrupt_when(["prepare", str(path), "--work", str(tmp_path / "work")],
+                                        lambda p: p.name() == "mariadbd", signal.SIGTERM,
+                                        env={"CLAIMLAB_DATADIRS": str(tmp_path / "datadirs")})
+    assert code == 130, err[-2000:]
     assert err.splitlines()[-2:] == [
         "claimlab: error: interrupted by SIGTERM",
         "claimlab: the tables loaded before the interrupt stay in the cache; the same command loads the rest"]

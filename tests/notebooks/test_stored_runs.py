@@ -15,7 +15,7 @@ import pytest
 
 from claimlab import report
 from claimlab.store import read_manifest
-from conftest import OVERFLOW_JS, RAW, ROOT, frozen, frozen_id, notebook_errors, settle
+from conftest import OVERFLOW_JS, RAW, ROOT, frozen, frozen_id, interrupt_when, notebook_errors, settle
 
 
 def _claims(checkout: Path) -> list[str]:
@@ -283,34 +283,13 @@ def test_an_interrupted_render_exits_with_its_kernel_and_says_how_to_render_agai
     then hung for good: Python's exit joined the thread still waiting on that kernel. And it
     said "what was measured is kept", where nothing is measured."""
     import signal
-    import subprocess
-    import sys
-    import time
 
     import psutil
-    run_id = frozen_id("c1")
-    out = tmp_path / "reports"
-    proc = subprocess.Popen([sys.executable, "-m", "claimlab.cli", "report", "--from-data", run_id, "--out", str(out),
-                             "--figures", str(tmp_path / "figures")], cwd=ROOT, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    kernels: list[psutil.Process] = []
-    try:
-        while proc.poll() is None and not kernels:
-            try:
-                kernels = [p for p in psutil.Process(proc.pid).children(recursive=True)
-                           if "ipykernel" in " ".join(p.cmdline())]
-            except psutil.NoSuchProcess:
-                break
-            time.sleep(0.05)
-        assert kernels, f"no notebook kernel came up: {proc.poll()} {proc.stderr.read()[-2000:]}"
-        time.sleep(1.0)                       # the kernel runs the notebook's first cells
-        proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    assert proc.returncode == 130, err[-2000:]
+    run_id, out = frozen_id("c1"), tmp_path / "reports"
+    code, err, kernels = interrupt_when(
+        ["report", "--from-data", run_id, "--out", str(out), "--figures", str(tmp_path / "figures")],
+        lambda p: "ipykernel" in " ".join(p.cmdline()), signal.SIGINT, after=1.0)   # in the first cells
+    assert code == 130, err[-2000:]
     assert err.splitlines()[-2:] == [
         "claimlab: error: interrupted by SIGINT",
         f"claimlab: every run is stored; the reports were cut short: render them with: claimlab report "
