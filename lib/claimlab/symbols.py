@@ -103,9 +103,14 @@ class SymbolTable:
         """`vendor` ("mariadb" or "mysql", a Flavor's) picks the handler slot order."""
         binary = str(binary)
         layout = LAYOUTS[vendor]
+        objdump = _disassembly(binary)
         with ThreadPoolExecutor(1) as pool:    # the disassembly, most of the time, beside the parsing
-            calls = pool.submit(_call_lines, binary)
-            return cls._read(binary, layout, calls)
+            calls = pool.submit(_call_lines, binary, objdump)
+            try:
+                return cls._read(binary, layout, calls)
+            except BaseException:
+                objdump.kill()                 # an interrupt does not wait for the disassembly
+                raise
 
     @classmethod
     def _read(cls, binary: str, layout: HandlerLayout, calls: Future) -> SymbolTable:
@@ -152,12 +157,15 @@ class SymbolTable:
         return None if start is None else self.names.get(start)
 
 
-def _call_lines(binary: str) -> str:
+def _disassembly(binary: str) -> subprocess.Popen:
+    return subprocess.Popen(["objdump", "-d", "--no-show-raw-insn", binary], stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)   # a full stderr pipe blocks it
+
+
+def _call_lines(binary: str, objdump: subprocess.Popen) -> str:
     """The call and jump lines of `objdump -d`, filtered by grep: the whole disassembly of an
     80 MB mysqld is hundreds of MB of text that Python would otherwise carry and scan. grep reads
     it as bytes (LC_ALL=C): in a UTF-8 locale it decodes every line and runs ten times slower."""
-    objdump = subprocess.Popen(["objdump", "-d", "--no-show-raw-insn", binary], stdout=subprocess.PIPE,
-                               stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)   # a full stderr pipe blocks it
     found = subprocess.run(["grep", "-E", r"^\s*[0-9a-f]+:\s+(call|jmp)\s+[0-9a-f]+ <"], stdin=objdump.stdout,
                            capture_output=True, text=True, env={**os.environ, "LC_ALL": "C"})
     objdump.stdout.close()

@@ -74,3 +74,26 @@ def test_helpers_are_named_after_named_callers_first_then_after_any_named_one():
     assert added[0x50] == "ha_write_row (+1 more) › 0x50"
     assert added[0x60] == "ha_write_row (+1 more) › 0x60"      # one unnamed caller: the second pass
     assert set(added) == {0x30, 0x40, 0x50, 0x60} and names == {0x10: "row_search", 0x20: "ha_write_row"}
+
+
+def test_a_read_that_stops_kills_its_disassembly_rather_than_wait_for_it(monkeypatch, mariadbd):
+    """objdump takes seconds over a server binary beside the parsing: Ctrl-C there must not wait."""
+    import signal
+
+    import pytest
+
+    from claimlab import symbols
+    started = []
+
+    def disassembly(binary):
+        started.append(real(binary))
+        return started[-1]
+
+    def interrupted(*cmd):
+        raise KeyboardInterrupt
+    real = symbols._disassembly
+    monkeypatch.setattr(symbols, "_disassembly", disassembly)
+    monkeypatch.setattr(symbols, "_run", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        symbols.SymbolTable.read(mariadbd)
+    assert started[0].wait() == -signal.SIGKILL
