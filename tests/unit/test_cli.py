@@ -390,3 +390,19 @@ def test_an_interrupted_ablation_says_it_is_measured_again_not_resumed(tmp_path,
         "claimlab: error: interrupted by SIGINT",
         "claimlab: run 20261207T000000Z-abcdef keeps what was measured, but an ablation is not resumed: "
         "claimlab ablate binlog_hunt measures it again"]
+
+
+def test_targets_says_each_target_once_with_the_files_that_declare_it(capsys, monkeypatch, tmp_path, mariadbd):
+    # Before: a target was listed again for every params file declaring it (mariadb four times),
+    # and a name longer than ten characters pushed its line out of the columns.
+    monkeypatch.delenv("CLAIMLAB_MYSQL_MIRROR", raising=False)
+    monkeypatch.setenv("CLAIMLAB_CACHE", str(tmp_path))        # nothing fetched here: no MySQL
+    assert cli.main(["targets"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    by_name = {line.split()[1]: line for line in lines}
+    assert len(by_name) == len(lines) and {"mariadb", "mysql", "mysql57", "mysql80fork", "sysbench"} <= set(by_name)
+    assert by_name["mariadb"].startswith("available ")
+    assert by_name["mariadb"].endswith("(binlog_default, charset_mismatch, collation_cost, insert_57_vs_80)")
+    assert by_name["mysql57"].startswith("unavailable ") and "CLAIMLAB_MYSQL_MIRROR" in by_name["mysql57"]
+    assert len({line.index("mysql-tarball") for line in lines if "mysql-tarball" in line}) == 1   # one column
+    assert lines[-1].split()[:2] == ["available", "sysbench"]

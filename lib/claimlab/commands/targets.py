@@ -19,23 +19,26 @@ def add_parser(sub) -> None:
 def main(args) -> int:
     from ..servers import check_available
     from ..workloads import sysbench_binary
-    seen = set()
-    worst = 0
+    said: dict[tuple[str, str, str, str], list[str]] = {}   # one line per target, the files declaring it
+    checked: dict[str, tuple[str, str]] = {}
     for path in params_paths(args.params):
         exp = params_mod.load(path, "quick")
         for name, spec in exp.targets.items():
             key = repr(spec.public())
-            if key in seen:
-                continue
-            seen.add(key)
-            try:
-                print(f"available    {name:<10} {spec.kind:<14} {check_available(spec, download=False)}"
-                      f"  ({path.name})")
-            except (TargetUnavailable, ClaimlabError) as exc:
-                print(f"unavailable  {name:<10} {spec.kind:<14} {exc}  ({path.name})")
+            if key not in checked:
+                try:
+                    checked[key] = ("available", str(check_available(spec, download=False)))
+                except (TargetUnavailable, ClaimlabError) as exc:
+                    checked[key] = ("unavailable", str(exc))
+            said.setdefault((checked[key][0], name, spec.kind, checked[key][1]), []).append(path.stem)
     try:
-        print(f"available    sysbench   {sysbench_binary()}")
+        said[("available", "sysbench", "", sysbench_binary())] = []
+        worst = 0
     except ClaimlabError as exc:
-        print(f"unavailable  sysbench   {exc}")
+        said[("unavailable", "sysbench", "", str(exc))] = []
         worst = 1
+    widths = [max(len(key[i]) for key in said) for i in range(3)]
+    for (status, name, kind, what), files in said.items():
+        declared = f"  ({', '.join(files)})" if files else ""
+        print(f"{status:<{widths[0]}}  {name:<{widths[1]}}  {kind:<{widths[2]}}  {what}{declared}")
     return worst
