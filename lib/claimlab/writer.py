@@ -94,6 +94,20 @@ def lock_writer(path: Path):
     return lock
 
 
+def writing(path: Path) -> bool:
+    """Whether a process holds the run's writer lock now: a run whose manifest still says
+    "running" and whose lock nobody holds was killed (it resumes). Opened to read, so a run
+    without a lock file (shipped, or never started) gets none."""
+    try:
+        with open(Path(path) / WRITER_LOCK) as lock:
+            fcntl.flock(lock, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    return False
+
+
 @dataclass
 class RunStore:
     """Writes one run's files, holding the run's writer lock. Created once; reopened (never

@@ -406,3 +406,22 @@ def test_targets_says_each_target_once_with_the_files_that_declare_it(capsys, mo
     assert by_name["mysql57"].startswith("unavailable ") and "CLAIMLAB_MYSQL_MIRROR" in by_name["mysql57"]
     assert len({line.index("mysql-tarball") for line in lines if "mysql-tarball" in line}) == 1   # one column
     assert lines[-1].split()[:2] == ["available", "sysbench"]
+
+
+def test_runs_tells_a_killed_run_from_a_running_one(tmp_path, capsys):
+    # Before: a run whose claimlab was killed showed "running" for ever.
+    run = copy_run(frozen("c1"), tmp_path)
+    manifest = json.loads((run / "manifest.json").read_text())
+    (run / "manifest.json").write_text(json.dumps(manifest | {"status": "running"}))   # as a kill leaves it
+
+    def status() -> str:
+        assert cli.main(["runs", "--data", str(tmp_path), "--format", "json"]) == 0
+        (listed,) = json.loads(capsys.readouterr().out)
+        return listed["status"]
+    assert status() == "killed"
+    lock = writer.lock_writer(run)          # what the process writing a run holds
+    try:
+        assert status() == "running"
+    finally:
+        lock.close()
+    assert status() == "killed"

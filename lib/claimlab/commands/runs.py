@@ -38,8 +38,8 @@ def main(args) -> int:
         raise DataError(f"--data {args.data}: {experiment_folder_hint(args.data)}")
     published = {run_id for ids in published_runs().values() for run_id in ids}
     unreadable: list[str] = []
-    runs = [run | {"server": servers_of(Path(run["path"])), "published": run["run_id"] in published}
-            for run in list_runs(args.data, unreadable)]
+    runs = [run | {"server": servers_of(Path(run["path"])), "published": run["run_id"] in published,
+                   "status": _status(run)} for run in list_runs(args.data, unreadable)]
     for message in unreadable:   # left out of the listing, never silently
         print(f"claimlab: left out: {message}", file=sys.stderr)
     runnable = _runnable()
@@ -93,6 +93,12 @@ def servers_of(path: Path) -> list[str]:
     targets = {c.get("target") or manifest.get("default_target") for c in manifest.get("conditions") or ()}
     targets = (targets - set(manifest.get("skipped_targets") or ())) | set(versions)
     return [f"{t}: {versions[t]}" if t in versions else str(t) for t in sorted(t for t in targets if t)]
+
+
+def _status(run: dict) -> str:
+    """A run's manifest says "running" until it is closed; one whose writer is gone was killed."""
+    from ..writer import writing
+    return "killed" if run["status"] == "running" and not writing(Path(run["path"])) else run["status"]
 
 
 def _runnable() -> list[str]:
