@@ -29,6 +29,7 @@ from concurrent.futures import Future
 from pathlib import Path
 
 import pandas as pd
+import psutil
 import pytest
 
 from claimlab import cluster, hosts_view, transfer
@@ -274,19 +275,29 @@ def test_two_claims_over_hosts_survive_a_killed_worker_and_pool_by_host(dask_clu
 
 def test_an_interrupted_clients_session_is_collected_by_resume(dask_cluster, tmp_path):
     store = tmp_path / "store"
-    client = subprocess.Popen([sys.executable, "-m", "claimlab.cli", "run", "binlog_default", "--profile", "smoke",
-                               "--target", "mariadb", "--scheduler", dask_cluster.address, "--data", str(store)],
-                              cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                              stdin=subprocess.DEVNULL)
-    deadline = time.monotonic() + 60
-    journal = None
-    while journal is None or journal.read_text().count('"submitted"') < 3:
-        assert time.monotonic() < deadline and client.poll() is None
-        journal = next((store / journal_mod.JOURNAL_DIR).glob("*.jsonl"), None)
-        time.sleep(0.2)
-    session = journal.stem
-    client.send_signal(signal.SIGINT)   # Ctrl-C: the hosts go on; it says how to collect their runs
-    _, err = client.communicate(timeout=30)
+    # bench-a and bench-b are held (SIGSTOP) until the client is interrupted: a smoke run can end
+    # before the signal lands, and the client then ends as a finished session.
+    held = [psutil.Process(dask_cluster.procs[name].pid) for name in ("bench-a", "bench-b")]
+    held += [child for p in list(held) for child in p.children(recursive=True)]
+    for p in held:
+        p.suspend()
+    try:
+        client = subprocess.Popen([sys.executable, "-m", "claimlab.cli", "run", "binlog_default", "--profile",
+                                   "smoke", "--target", "mariadb", "--scheduler", dask_cluster.address, "--data",
+                                   str(store)], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                  text=True, stdin=subprocess.DEVNULL)
+        deadline = time.monotonic() + 60
+        journal = None
+        while journal is None or journal.read_text().count('"submitted"') < 3:
+            assert time.monotonic() < deadline and client.poll() is None
+            journal = next((store / journal_mod.JOURNAL_DIR).glob("*.jsonl"), None)
+            time.sleep(0.2)
+        session = journal.stem
+        client.send_signal(signal.SIGINT)   # Ctrl-C: the hosts go on; it says how to collect their runs
+        _, err = client.communicate(timeout=30)
+    finally:
+        for p in held:
+            p.resume()
     assert client.returncode == 130, err
     assert f"cluster session {session}: interrupted here" in err
     assert f"resume with: claimlab run binlog_default --resume {session} with the same --scheduler" in err
