@@ -58,7 +58,7 @@ def write_summary(path: str | os.PathLike | None, run_dirs: list[Path], table: p
     payload = {"claim": claim.id, "title": claim.title, "run_ids": [x["run_id"] for x in manifests],
                "profile": m["profile"], "experiment": m["experiment"],
                "runs": [{"run_id": x["run_id"], "target": x.get("default_target"), "profile": x["profile"],
-                         "server": method_text.run_server(run_dir),
+                         "status": x["status"], "server": method_text.run_server(run_dir),
                          "created_at": x["created_at"], "host": x["provenance"]["host"],
                          "git": x["provenance"]["git"], "checksums": x.get("checksums", {})}
                         for x, run_dir in zip(manifests, run_dirs)],
@@ -281,6 +281,8 @@ def write_index(path: Path, built: list[Built], summary_html: Path, investigatio
         css=page_style.CSS, summary=summary_html.name, sections=sections,
         investigations=[{"href": p.name, "title": INVESTIGATION_TITLES.get(p.stem, p.stem)} for p in investigations],
         short_profiles=sorted({r["profile"] for r in runs} - {"full"}), slow_hours=cards.slow_hour_lines(rows),
+        unfinished=[f"{b.summary['claim']}'s run {r['run_id']} ({r['status']})" for b in built
+                    for r in b.summary["runs"] if r.get("status", "complete") != "complete"],
         runs=wording.table_html(pd.DataFrame(runs)),
         generated=dt.datetime.now(dt.timezone.utc).isoformat(timespec="minutes"))
     path.write_text(page)

@@ -39,3 +39,18 @@ def test_index_names_the_claims_and_servers_measured_in_a_slow_hour(tmp_path):
     assert "Measured in a slow hour" in page and page.count("<li>C1 on ") == 1, page
     assert "only 11% of a comparison&#39;s values" in page, page
     assert f"--target {slow})" in page, page
+
+
+def test_index_says_which_runs_did_not_finish(tmp_path):
+    # Before: an interrupted run's verdicts stood on the index like a finished run's; only the
+    # claim page's run section said "interrupted".
+    a = report.analyze_runs([frozen_id("format_1")], RAW)[0]
+    summary = tmp_path / "binlog_default.summary.json"
+    report.write_summary(summary, [store.find_run(r, RAW) for r in a.run_id.split()], a.table, a.claim)
+    data = json.loads(summary.read_text())
+    built = report.Built("binlog_default", tmp_path / "C4.ipynb", tmp_path / "C4.html", data)
+    assert "Not every run here finished" not in report.write_index(tmp_path / "index.html", [built],
+                                                                   tmp_path / "summary.html").read_text()
+    data["runs"][0]["status"] = "interrupted"
+    page = report.write_index(tmp_path / "index.html", [built], tmp_path / "summary.html").read_text()
+    assert f"Not every run here finished: C4&#39;s run {data['run_ids'][0]} (interrupted)." in page, page
