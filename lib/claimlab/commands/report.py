@@ -76,8 +76,8 @@ def main(args) -> int:
         index = report.render(runs, out_dir=args.out, show_code=args.show_code, data_dir=args.data,
                               figures_dir=args.figures, log=log)
     except Interrupted as exc:   # nothing is measured here: say how to render the same runs again
-        exc.advice = ["every run is stored; the reports were cut short: render them with: "
-                      + _render_command(args, runs.all_ids() if args.from_data is None else args.from_data)]
+        exc.advice = ("every run is stored; the reports were cut short: render them with: "
+                      + _render_command(args, runs.all_ids() if args.from_data is None else args.from_data),)
         raise
     print(f"reports written; open {index}")
     if on_cluster(args):

@@ -34,8 +34,9 @@ def main(args) -> int:
     from ..store import experiment_folder_hint, list_runs
     if args.data is not None and not args.data.is_dir():
         raise DataError(f"--data {args.data}: no such directory")
-    if args.data is not None and experiment_folder_hint(args.data):
-        raise DataError(f"--data {args.data}: {experiment_folder_hint(args.data)}")
+    hint = experiment_folder_hint(args.data) if args.data is not None else ""
+    if hint:
+        raise DataError(f"--data {args.data}: {hint}")
     published = {run_id for ids in published_runs().values() for run_id in ids}
     unreadable: list[str] = []
     runs = [run | {"server": servers_of(Path(run["path"])), "published": run["run_id"] in published,
