@@ -425,3 +425,13 @@ def test_runs_tells_a_killed_run_from_a_running_one(tmp_path, capsys):
     finally:
         lock.close()
     assert status() == "killed"
+
+
+def test_listing_runs_loads_no_statistics_library(tmp_path):
+    """scipy.stats takes over a second to import (it builds docstrings at import): `claimlab runs`
+    computes no statistic, so it loads none; the stats modules reach scipy.stats on first use."""
+    copy_run(frozen("c1"), tmp_path)
+    probe = ("import sys; from claimlab import cli; code = cli.main(['runs', '--data', sys.argv[1]]); "
+             "print('scipy.stats' in sys.modules, code)")
+    out = subprocess.run([sys.executable, "-c", probe, str(tmp_path)], capture_output=True, text=True, check=True)
+    assert SHIPPED_C1 in out.stdout and out.stdout.splitlines()[-1] == "False 0", out.stdout + out.stderr

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 import pandas as pd
-from scipy import stats as sps
+import scipy
 
 COST_METRICS = ("server_cpu_user_s", "server_cpu_system_s", "server_ctx_voluntary", "server_ctx_involuntary",
                 "client_cpu_s", "status.Innodb_os_log_fsyncs", "status.Innodb_data_fsyncs",
@@ -49,7 +49,7 @@ def mean_interval(groups: Sequence[np.ndarray], *, confidence: float = 0.95) -> 
     estimate = float(means.mean()) if len(means) else math.nan
     if len(means) < 2:
         return estimate, math.nan, math.nan
-    half = float(sps.t.ppf((1 + confidence) / 2, len(means) - 1) * means.std(ddof=1) / math.sqrt(len(means)))
+    half = float(scipy.stats.t.ppf((1 + confidence) / 2, len(means) - 1) * means.std(ddof=1) / math.sqrt(len(means)))
     low = estimate - half
     if all((g >= 0).all() for g in groups):
         low = max(low, 0.0)

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats as sps
+import scipy
 
 from .observations import CONDITION_KEYS, OUTLIER_Z, outlier_rule, prepare
 
@@ -81,8 +81,8 @@ def _drift(rows: pd.DataFrame) -> dict[str, Any]:
     if len(logs) < 3 or np.ptp(logs) == 0:
         return {"n": len(logs), "spearman_rho": math.nan, "p_value": math.nan,
                 "change_per_100": math.nan, "flagged": False}
-    rho, p = sps.spearmanr(seq, logs)
-    slope = sps.theilslopes(logs, seq).slope
+    rho, p = scipy.stats.spearmanr(seq, logs)
+    slope = scipy.stats.theilslopes(logs, seq).slope
     return {"n": len(logs), "spearman_rho": float(rho), "p_value": float(p),
             "change_per_100": math.expm1(100 * slope), "flagged": bool(p < DRIFT_FLAG_P)}
 
@@ -100,7 +100,7 @@ def _warmup(rows: pd.DataFrame) -> dict[str, Any]:
     elif np.all(gaps == 0):
         p = 1.0
     else:
-        p = float(sps.wilcoxon(gaps).pvalue)
+        p = float(scipy.stats.wilcoxon(gaps).pvalue)
     return {"n_repetitions": len(gaps),
             "first_vs_rest": float(np.exp(gaps.mean())) if len(gaps) else math.nan,
             "p_value": p, "flagged": bool(p < DRIFT_FLAG_P)}

@@ -40,7 +40,7 @@ from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
-from scipy import stats as st
+import scipy
 
 from .verdicts import verdict
 
@@ -87,7 +87,7 @@ def hartung_knapp(y: np.ndarray, v: np.ndarray, tau2: float, confidence: float =
     k = len(y)
     mu = float(np.sum(w * y) / np.sum(w))
     q = max(1.0, float(np.sum(w * (y - mu) ** 2) / (k - 1)))
-    half = st.t.ppf(0.5 + confidence / 2, k - 1) * math.sqrt(q / float(np.sum(w)))
+    half = scipy.stats.t.ppf(0.5 + confidence / 2, k - 1) * math.sqrt(q / float(np.sum(w)))
     return mu, mu - half, mu + half
 
 
@@ -113,7 +113,7 @@ def pool(hosts: pd.DataFrame, claim, confidence: float | None = None) -> pd.Data
             tau2, q, _ = dersimonian_laird(usable["log_ratio"], usable["se"] ** 2)
             mu, lo, hi = hartung_knapp(usable["log_ratio"], usable["se"] ** 2, tau2, level)
             i2 = max(0.0, (q - (k - 1)) / q) if q > 0 else 0.0
-            p = float(st.chi2.sf(q, k - 1))
+            p = float(scipy.stats.chi2.sf(q, k - 1))
         elif k == 1:   # its own numbers, not exp(log(x)), which can differ from x in the last digit
             one = usable.iloc[0]
             mu, lo, hi = one["log_ratio"], math.log(one["ci_low"]), math.log(one["ci_high"])

@@ -30,7 +30,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats as sps
+import scipy
 
 
 @dataclass(frozen=True)
@@ -63,7 +63,7 @@ class LogRatio:
     def interval(self, alpha) -> tuple[np.ndarray, np.ndarray]:
         """Two-sided t interval of the ratio at level 1 - alpha (NaN where df < 1)."""
         with np.errstate(invalid="ignore"):
-            half = sps.t.isf(np.asarray(alpha) / 2, np.where(self.df >= 1, self.df, np.nan)) * self.se
+            half = scipy.stats.t.isf(np.asarray(alpha) / 2, np.where(self.df >= 1, self.df, np.nan)) * self.se
         return np.exp(self.mean - half), np.exp(self.mean + half)
 
     def p_value(self) -> np.ndarray:
@@ -71,7 +71,7 @@ class LogRatio:
         with np.errstate(invalid="ignore", divide="ignore"):
             t = np.abs(self.mean) / self.se
             t = np.where((self.se == 0) & (self.mean == 0), 0.0, t)
-            return np.where(self.df >= 1, 2 * sps.t.sf(t, np.maximum(self.df, 1)), np.nan)
+            return np.where(self.df >= 1, 2 * scipy.stats.t.sf(t, np.maximum(self.df, 1)), np.nan)
 
 
 def log_ratio(blocks: np.ndarray) -> LogRatio:
@@ -130,7 +130,7 @@ def run_components(blocks: np.ndarray) -> dict[str, float]:
         out["between_sd"] = math.sqrt(component)
         out["between_share"] = component / (component + within) if component + within > 0 else 0.0
         if within > 0:
-            out["p_runs_differ"] = float(sps.f.sf(between_ms / within, len(runs) - 1, dof))
+            out["p_runs_differ"] = float(scipy.stats.f.sf(between_ms / within, len(runs) - 1, dof))
     return out
 
 
@@ -187,7 +187,7 @@ def ratio_interval(baseline: Sample, treatment: Sample, *, confidence: float = 0
     half = 0.0
     if va + vb > 0:
         df = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
-        half = sps.t.isf((1 - confidence) / 2, df) * math.sqrt(va + vb)
+        half = scipy.stats.t.isf((1 - confidence) / 2, df) * math.sqrt(va + vb)
     return Interval(math.exp(estimate), math.exp(estimate - half), math.exp(estimate + half),
                     "Welch t on log repetition means")
 

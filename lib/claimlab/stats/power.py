@@ -18,8 +18,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 import numpy as np
-from scipy import optimize
-from scipy import stats as sps
+import scipy
 
 from .verdicts import Labeller
 
@@ -50,11 +49,11 @@ def paired_power(log_ratio: float, sd: float, n: int, alpha: float) -> float:
     if sd == 0:
         return 1.0 if log_ratio else alpha
     df = n - 1
-    critical = sps.t.isf(alpha / 2, df)
+    critical = scipy.stats.t.isf(alpha / 2, df)
     shift = abs(log_ratio) / (sd / math.sqrt(n))
     # wrong side P(T < -c) written as P(T' > c) with the shift negated: scipy's nct.cdf gives
     # NaN deep in the far tail (scipy 1.17, df 1 or 5, shift 10), its sf does not
-    power = float(sps.nct.sf(critical, df, shift) + sps.nct.sf(critical, df, -shift))
+    power = float(scipy.stats.nct.sf(critical, df, shift) + scipy.stats.nct.sf(critical, df, -shift))
     if not math.isfinite(power):
         raise FloatingPointError(f"noncentral t gave no power for df {df}, shift {shift:g}")
     return power
@@ -70,10 +69,10 @@ def minimal_detectable_effect(sd: float, n: int, alpha: float, power: float = PO
     # Power rises to 1 with the shift: widen the bracket until it holds the target. A fixed one
     # (t_{alpha/2, 1} + 10 standard errors) fell short at 2 blocks below alpha = 0.018 (a family
     # of four at 2 blocks), where brentq then raised instead of answering.
-    high = se * (sps.t.isf(alpha / 2, n - 1) + 10)
+    high = se * (scipy.stats.t.isf(alpha / 2, n - 1) + 10)
     while paired_power(high, sd, n, alpha) < power:
         high *= 2
-    return math.expm1(optimize.brentq(lambda d: paired_power(d, sd, n, alpha) - power, 0.0, high))
+    return math.expm1(scipy.optimize.brentq(lambda d: paired_power(d, sd, n, alpha) - power, 0.0, high))
 
 
 def blocks_needed(log_ratio: float, sd: float, alpha: float, power: float = POWER) -> float:
@@ -91,7 +90,8 @@ def blocks_for_margin(sd: float, margin: float, alpha: float, power: float = POW
     bound = math.log1p(margin)
 
     def enough(n: int) -> bool:
-        return sd / math.sqrt(n) * (sps.t.isf(alpha / 2, n - 1) + sps.norm.ppf((1 + power) / 2)) <= bound
+        z = scipy.stats.t.isf(alpha / 2, n - 1) + scipy.stats.norm.ppf((1 + power) / 2)
+        return sd / math.sqrt(n) * z <= bound
 
     return _smallest_n(enough)
 
@@ -114,7 +114,7 @@ def label_chances(decide: Labeller, log_ratio: float, sd: float, n: int,
     z, u = rng.standard_normal(draws), rng.random(draws)
     df = n - 1
     mean = log_ratio + z * math.sqrt(sd ** 2 / n + between ** 2)
-    half = sps.t.isf((1 - confidence) / 2, df) * sd * np.sqrt(sps.chi2.ppf(u, df) / df) / math.sqrt(n)
+    half = scipy.stats.t.isf((1 - confidence) / 2, df) * sd * np.sqrt(scipy.stats.chi2.ppf(u, df) / df) / math.sqrt(n)
     counts = Counter(decide.labels(np.exp(mean - half), np.exp(mean + half)).tolist())
     return {label: count / draws for label, count in counts.most_common()}
 

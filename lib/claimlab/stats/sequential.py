@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import stats as sps
+import scipy
 
 from claimlab.claims import Claim, Comparison
 from claimlab.stopping import StopRule
@@ -77,7 +77,7 @@ def sequential_alpha(rule: StopRule, blocks, family_size: int = 1):
     """
     blocks = np.clip(np.asarray(blocks), rule.min_blocks, rule.max_blocks)
     final = _final_critical(rule.min_blocks, rule.max_blocks, rule.alpha / family_size)
-    level = 2 * sps.t.sf(final[blocks - rule.min_blocks], blocks - 1)
+    level = 2 * scipy.stats.t.sf(final[blocks - rule.min_blocks], blocks - 1)
     return float(level) if level.ndim == 0 else level
 
 
@@ -276,7 +276,7 @@ def obrien_fleming_spending(fraction: np.ndarray, alpha: float) -> np.ndarray:
     Almost nothing is spent early, so early looks stop only on overwhelming evidence and the
     final look keeps nearly the fixed-sample level.
     """
-    return 2 * sps.norm.sf(sps.norm.isf(alpha / 2) / np.sqrt(fraction))
+    return 2 * scipy.stats.norm.sf(scipy.stats.norm.isf(alpha / 2) / np.sqrt(fraction))
 
 
 @functools.lru_cache(maxsize=32)

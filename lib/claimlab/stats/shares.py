@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import stats as sps
+import scipy
 
 from ..errors import DataError
 from .intervals import Interval, Sample, hierarchical_draws, log_ratio
@@ -66,7 +66,7 @@ def fieller_ratio(numerator, denominator, confidence: float = 0.95) -> Share:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
     ma, mb = a.mean(), b.mean()
     cov = np.cov(a, b, ddof=1) / n                 # covariance matrix of the two means
-    t = sps.t.ppf(0.5 + confidence / 2, n - 1)
+    t = scipy.stats.t.ppf(0.5 + confidence / 2, n - 1)
     quad = mb * mb - t * t * cov[1, 1]
     lin = ma * mb - t * t * cov[0, 1]
     const = ma * ma - t * t * cov[0, 0]
@@ -162,8 +162,8 @@ class ShareInterval(Interval):
 def expanded_tail(confidence: float, n: int) -> float:
     """The lower percentile of Hesterberg's expanded percentile interval at `n` top-level units
     (see share_interval): alpha/2 for large n, smaller for few."""
-    t = sps.t.isf((1 - confidence) / 2, n - 1)
-    return float(sps.norm.cdf(-math.sqrt(n / (n - 1)) * t))
+    t = scipy.stats.t.isf((1 - confidence) / 2, n - 1)
+    return float(scipy.stats.norm.cdf(-math.sqrt(n / (n - 1)) * t))
 
 
 def share_interval(slow: Sample, before: Sample, after: Sample, fast: Sample, *,

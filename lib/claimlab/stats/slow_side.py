@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import stats as sps
+import scipy
 
 SIDE_ALPHA = 0.05   # a one-sided state is reported when the sides differ at this level (either test)
 
@@ -82,7 +82,7 @@ def _paired_t(differences: np.ndarray):
         se = np.sqrt(np.where(present, (d - mean[..., None]) ** 2, 0.0).sum(-1) / (n - 1) / n)
         df = np.where(n >= 2, n - 1, np.nan)
         t = np.where(se > 0, np.abs(mean) / se, np.where(mean == 0, 0.0, np.inf))
-        return mean, 2 * sps.t.sf(t, df), np.abs(mean) + sps.t.isf(0.025, df) * se, n
+        return mean, 2 * scipy.stats.t.sf(t, df), np.abs(mean) + scipy.stats.t.isf(0.025, df) * se, n
 
 
 def share_differences(measured_base: np.ndarray, measured_treat: np.ndarray, fast_base: np.ndarray,
