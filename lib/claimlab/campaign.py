@@ -248,12 +248,11 @@ def _cut_run(experiment: str, data_dir: Path | None, since: str) -> str | None:
 
 
 def _interrupted(exc: BaseException, step: Step, cut: str | None, runs: Runs, data_dir: Path | None) -> Interrupted:
-    """The campaign's Interrupted: the command line prints each (run id, command) of `resume`;
-    the cut run's own id is not set on it, so the command prints these exact commands rather
-    than its generic hint."""
+    """The campaign's Interrupted, its `advice` what stands and what to type next; the cut run's
+    own id is not set on it, so the command prints these exact commands rather than its generic
+    hint."""
     data = f" --data {data_dir}" if data_dir else ""
     out = Interrupted(str(exc) or "interrupted")
-    out.resume = []
     done = (f"the runs before it are complete: render them with: claimlab report --from-data "
             f"{' '.join(runs.all_ids())}{data}") if runs.all_ids() else "nothing was measured before it"
     if step.investigation:               # an ablation cannot be resumed: a new report runs it again
@@ -261,8 +260,8 @@ def _interrupted(exc: BaseException, step: Step, cut: str | None, runs: Runs, da
                       f"again); {done}",)
     elif cut:
         render = f"claimlab report --from-data {' '.join([*runs.all_ids(), cut])}{data}"
-        out.resume.append((cut, f"claimlab run {step.experiment} --profile {step.exp.profile} --target "
-                                f"{step.target}{data} --resume {cut} && {render}"))
+        out.advice = (f"{cut} keeps what was measured; resume with: claimlab run {step.experiment} --profile "
+                      f"{step.exp.profile} --target {step.target}{data} --resume {cut} && {render}",)
     else:                                # cut before its run stored anything
         out.advice = (f"{step.experiment} on {step.target} had not started measuring; {done}",)
     return out

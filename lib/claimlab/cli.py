@@ -117,17 +117,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _say_how_to_resume(exc: Interrupted) -> None:
-    """What the command said it leaves (`advice`, or `resume`: a cut run and the command that
-    finishes it); otherwise all that is sure: the servers were stopped on the way out."""
-    resume = getattr(exc, "resume", None)
-    if exc.advice:
-        for line in exc.advice:
-            print(f"claimlab: {line}", file=sys.stderr)
-    elif resume:
-        for cut, command in resume:
-            print(f"claimlab: {cut} keeps what was measured; resume with: {command}", file=sys.stderr)
-    else:
-        print("claimlab: every server it started is stopped", file=sys.stderr)
+    """What the command said stands and what to type next (`advice`); otherwise all that is sure:
+    the servers were stopped on the way out."""
+    for line in exc.advice or ("every server it started is stopped",):
+        print(f"claimlab: {line}", file=sys.stderr)
 
 
 if __name__ == "__main__":

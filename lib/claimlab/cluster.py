@@ -318,9 +318,9 @@ def run(where: Endpoint, experiments: list[str], *, profile: str, targets: list[
         except (KeyboardInterrupt, Interrupted):   # this client stops waiting; the hosts go on
             stopped = Interrupted(f"cluster session {session.session}: interrupted here; the hosts go on with "
                                   "their runs and keep them in their outboxes")
-            stopped.resume = [(f"cluster session {session.session}",
-                               f"claimlab run {jobs[0].experiment if jobs else 'EXPERIMENT'} --resume "
-                               f"{session.session} with the same --scheduler or --cluster-file")]
+            stopped.advice = (f"cluster session {session.session} keeps what was measured; resume with: claimlab "
+                              f"run {jobs[0].experiment if jobs else 'EXPERIMENT'} --resume {session.session} "
+                              "with the same --scheduler or --cluster-file",)
             raise stopped from None
     finally:
         client.close()
