@@ -164,11 +164,12 @@ def _check_packable(run_dir: Path, manifest: RunManifest) -> None:
         raise NotPackable(f"{run_dir}: {state.note}; only a run whose files match its checksums is packed")
 
 
-def publish(run_id: str, data: str | os.PathLike | None = None, root: Path | None = None) -> Path:
+def publish(run_id: str, data: str | os.PathLike | None = None, root: Path | None = None) -> tuple[Path, bool]:
     """Ship a run: a run of runs/ is copied into data/raw packed (the copy is packed under a
     hidden name and renamed into place, so data/raw never holds a half-published run; runs/
     keeps its original); a run already in data/raw is packed in place, or left as it is when
-    packed already. Returns the shipped run's directory."""
+    packed already. Returns the shipped run's directory, and whether this call changed it (so
+    that a second publish says it had nothing to do)."""
     source = find_run(run_id, data)
     manifest = load_manifest(source)
     dest = raw_root(root) / manifest.experiment / manifest.run_id
@@ -177,9 +178,10 @@ def publish(run_id: str, data: str | os.PathLike | None = None, root: Path | Non
         if shipped.checksums != manifest.checksums:
             raise DataError(f"{dest}: another run {manifest.run_id} is shipped already (other checksums); "
                             "remove one of the two")
-        if "packed" not in shipped.extra:
-            pack(dest)
-        return dest
+        if "packed" in shipped.extra:
+            return dest, False
+        pack(dest)
+        return dest, True
     if "packed" not in manifest.extra:   # before copying megabytes, and naming the source
         _check_packable(source, manifest)
     staging = dest.with_name(f".{dest.name}.publishing")
@@ -195,7 +197,7 @@ def publish(run_id: str, data: str | os.PathLike | None = None, root: Path | Non
         raise DataError(f"{dest}: cannot publish ({exc.strerror or exc}); {source} is unchanged") from None
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    return dest
+    return dest, True
 
 
 def mark_published(experiment: str, run_id: str, root: Path | None = None) -> bool:

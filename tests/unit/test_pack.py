@@ -212,6 +212,9 @@ def test_publish_ships_a_packed_copy_and_lists_it_only_when_asked(checkout, caps
     listed = json.loads((checkout / "data" / "published_runs.json").read_text())
     assert listed == {"collation_cost": ["x"]}
     assert cli.main(["publish", SHIPPED, "--mark-published"]) == 0   # again: the same run, now listed
+    assert capsys.readouterr().out.splitlines() == [   # before: "published" again, where nothing changed
+        f"{SHIPPED} is shipped already, packed: {shipped}",
+        f"listed {SHIPPED} in data/published_runs.json under charset_mismatch"]
     listed = json.loads((checkout / "data" / "published_runs.json").read_text())
     assert listed == {"collation_cost": ["x"], "charset_mismatch": [SHIPPED]}
     assert run_state(shipped).verified

@@ -24,12 +24,15 @@ def main(args) -> int:
     from ..pack import mark_published, publish
     from ..store import load_manifest
     for run_id in args.run_ids:
-        dest = publish(run_id, args.data)
+        dest, changed = publish(run_id, args.data)
         manifest = load_manifest(dest)
-        sizes = ", ".join(f"{name} {t['csv_bytes'] / 1e6:.2f} MB -> {t['file']} "
-                          f"{(dest / t['file']).stat().st_size / 1e6:.2f} MB"
-                          for name, t in manifest.extra["packed"]["tables"].items())
-        print(f"published {manifest.run_id}: {dest} ({sizes})")
+        if changed:
+            sizes = ", ".join(f"{name} {t['csv_bytes'] / 1e6:.2f} MB -> {t['file']} "
+                              f"{(dest / t['file']).stat().st_size / 1e6:.2f} MB"
+                              for name, t in manifest.extra["packed"]["tables"].items())
+            print(f"published {manifest.run_id}: {dest} ({sizes})")
+        else:
+            print(f"{manifest.run_id} is shipped already, packed: {dest}")
         if args.mark_published and mark_published(manifest.experiment, manifest.run_id):
             print(f"listed {manifest.run_id} in data/published_runs.json under {manifest.experiment}")
     return 0
