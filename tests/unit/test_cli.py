@@ -287,10 +287,14 @@ def test_analyze_gives_scripts_csv_and_json_without_nan(capsys):
         (c, s) for c in ("mismatch_vs_latin1", "mismatch_vs_utf8mb4", "utf8mb4_vs_latin1")
         for s in ("MariaDB 10.11.19",)} | {("utf8mb4_vs_latin1_ps", "—")}   # not in this run
     assert any(r["published_ratio"] is None for r in records)   # a missing number is null
+    # counts are whole numbers (before: "n_blocks": 6.0), a missing one null
+    assert {r["n_runs"] for r in records} == {1, None} and 6 in {r["n_blocks"] for r in records}
+    assert all(isinstance(r[c], (int, type(None))) for r in records for c in ("n_runs", "n_blocks", "runs_to_settle"))
     assert "C1 Charset" in captured.err                          # the heading goes to stderr
     assert cli.main(["analyze", *runs, "--format", "csv"]) == 0
-    table = pd.read_csv(io.StringIO(capsys.readouterr().out))
+    table = pd.read_csv(io.StringIO(capsys.readouterr().out), dtype=str)
     assert len(table) == len(records) and "nan" not in table.to_csv(index=False).lower().replace(",,", ",")
+    assert set(table["n_blocks"].dropna()) == {"6"}
     assert list(table.columns)[:4] == ["claim", "comparison", "target", "server"]
 
 

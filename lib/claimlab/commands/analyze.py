@@ -18,6 +18,7 @@ COLUMNS = ("claim", "comparison", "target", "server", "experiment", "workload", 
            "treatment", "n_runs", "n_blocks", "estimate", "ci_low", "ci_high", "confidence", "p_value",
            "p_family", "published_ratio", "verdict", "verdict_label", "edge_label", "rerun_chance",
            "runs_to_settle", "run_id")
+COUNTS = ("n_runs", "n_blocks", "runs_to_settle")   # whole numbers: 6, not 6.0
 
 
 def add_parser(sub) -> None:
@@ -120,19 +121,23 @@ def _per_run(runs, column: str) -> str:
 
 def _records(table):
     """The columns a script reads, with the server named as a reader would name it."""
+    import pandas as pd
     out = table.copy()
     from ..cards import row_server
     out["server"] = [row_server(r) for r in out.to_dict("records")]
+    for column in COUNTS:   # float in the analysis, as a missing count is NaN there
+        out[column] = pd.to_numeric(out[column]).round().astype("Int64")
     return out[list(COLUMNS)]
 
 
 def _write_records(records, fmt: str) -> None:
     """CSV or JSON on stdout: a missing number is an empty field or null, never NaN (which JSON
     does not have and a script would read as a value)."""
+    import pandas as pd
     if fmt == "csv":
         records.to_csv(sys.stdout, index=False, lineterminator="\n")
         return
-    rows = [{k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in row.items()}
+    rows = [{k: (None if v is pd.NA or isinstance(v, float) and not math.isfinite(v) else v) for k, v in row.items()}
             for row in records.astype(object).to_dict("records")]
     json.dump(rows, sys.stdout, indent=1, default=str)
     print()
