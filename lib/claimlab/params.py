@@ -419,6 +419,10 @@ def find(name_or_path: str, params_dir: Path | None = None, what: str = "params 
     path = Path(name_or_path)
     if path.exists() and not path.is_file() and not path.is_dir():
         raise ConfigError(str(path), "", f"is not a regular file (a FIFO, socket or device); name a {what}")
+    if path.is_dir():   # else read as a name: "params/params.yaml: no such params file"
+        held = sorted(p.name for p in path.glob("*.yaml"))
+        raise ConfigError(str(path), "", f"is a folder, not a {what}; name "
+                          + (f"one of its files ({', '.join(held)})" if held else f"a {what} (it holds none)"))
     if path.suffix in (".yaml", ".yml"):
         if not path.is_file():
             raise ConfigError(str(path), "", f"no such {what}")

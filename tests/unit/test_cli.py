@@ -439,3 +439,19 @@ def test_listing_runs_loads_no_statistics_library(tmp_path):
              "print('scipy.stats' in sys.modules, code)")
     out = subprocess.run([sys.executable, "-c", probe, str(tmp_path)], capture_output=True, text=True, check=True)
     assert SHIPPED_C1 in out.stdout and out.stdout.splitlines()[-1] == "False 0", out.stdout + out.stderr
+
+
+def test_validate_takes_a_folder_and_a_folder_named_as_a_params_file_is_one_line(tmp_path, monkeypatch, capsys):
+    # Before: `claimlab validate params` said "params/params.yaml: no such params file".
+    monkeypatch.chdir(ROOT)
+    assert cli.main(["validate", "params", "params/ablation"]) == 0
+    checked = capsys.readouterr().out.splitlines()
+    assert checked == [f"ok: {p.relative_to(ROOT)}" for p in (*sorted((ROOT / "params").glob("*.yaml")),
+                                                              *sorted((ROOT / "params" / "ablation").glob("*.yaml")))]
+    (tmp_path / "empty").mkdir()
+    assert cli.main(["validate", str(tmp_path / "empty")]) == 1
+    assert capsys.readouterr().err == f"claimlab: error: {tmp_path / 'empty'}: is a folder, not a params file; " \
+                                      "name a params file (it holds none)\n"
+    with pytest.raises(ClaimlabError, match=r"^params: is a folder, not a params file; name one of its files "
+                                            r"\(binlog_default.yaml, charset_mismatch.yaml"):
+        params_mod.find("params")

@@ -13,14 +13,15 @@ NAME = "validate"
 def add_parser(sub) -> None:
     v = sub.add_parser(NAME, help="check params files without running anything",
                        description="Load every profile of each params file and report the first error.")
-    v.add_argument("params", nargs="*", help="names or paths (default: every file in params/)")
+    v.add_argument("params", nargs="*",
+                   help="names, files or folders (a folder: every .yaml in it; default: every file in params/)")
 
 
 def main(args) -> int:
     """Params files load with every profile, ablation files (in an `ablation` directory) likewise,
     and a `claims.yaml` as the claims; with no names: params/, params/ablation/ and data/claims.yaml."""
     if args.params:
-        paths = [_validate_path(name) for name in args.params]
+        paths = [path for name in args.params for path in _validate_paths(name)]
     else:
         paths = params_paths([]) + sorted(Path("params", "ablation").glob("*.yaml"))
         paths += [p for p in [Path("data", "claims.yaml")] if p.is_file()]
@@ -43,6 +44,13 @@ def main(args) -> int:
                         should_stop(params_mod.with_default_target(exp, target, str(path)))
         print(f"ok: {path}")
     return 0
+
+
+def _validate_paths(name: str) -> list[Path]:
+    """A folder's .yaml files (an `ablation` folder's as ablation files), else the one file named."""
+    path = Path(name)
+    held = sorted(path.glob("*.yaml")) if path.is_dir() else []
+    return held or [_validate_path(name)]   # an empty folder: find says it holds none
 
 
 def _validate_path(name: str) -> Path:
