@@ -88,8 +88,13 @@ def _unpack(source: Path | bytes, into: Path, label: str) -> Path:
             if bad or len(tops) != 1:
                 raise DataError(f"{label}: not a run archive (one run directory of plain files)")
             tar.extractall(into, filter="data")
-    except (tarfile.TarError, EOFError, OSError) as exc:
-        raise DataError(f"{label}: unreadable archive ({exc})") from None
+    except tarfile.ReadError:   # its message lists each compression tarfile tried
+        takes = "" if isinstance(source, bytes) else "; claimlab import takes a run's directory or a .tar.gz of one"
+        raise DataError(f"{label}: not a tar archive{takes}") from None
+    except (tarfile.TarError, EOFError) as exc:
+        raise DataError(f"{label}: a damaged archive ({exc}); nothing was imported") from None
+    except OSError as exc:
+        raise DataError(f"{label}: cannot read it ({exc.strerror or exc})") from None
     return into / tops.pop()
 
 

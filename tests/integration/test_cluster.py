@@ -522,6 +522,25 @@ def test_import_refuses_archives_that_reach_outside_their_run_and_unfinished_run
     assert not list((store / transfer.STAGING_DIR).iterdir())
 
 
+def test_import_says_what_a_file_that_is_no_archive_or_a_cut_one_is(tmp_path):
+    # Before: "unreadable archive (file could not be opened successfully: | - method gz: ...)",
+    # the list of the compressions tarfile had tried.
+    run, store = _finished_run(tmp_path / "made"), tmp_path / "store"
+    notes = tmp_path / "notes.txt"
+    notes.write_text("not an archive\n")
+    with pytest.raises(ClaimlabError, match=r"notes.txt: not a tar archive; claimlab import takes a run's "
+                                            r"directory or a \.tar\.gz of one$"):
+        transfer.import_run(notes, store)
+    archive = transfer.archive_run(run)
+    cut = tmp_path / "cut.tar.gz"
+    cut.write_bytes(archive[:len(archive) // 2])
+    with pytest.raises(ClaimlabError, match=r"cut.tar.gz: a damaged archive \(.+\); nothing was imported$"):
+        transfer.import_run(cut, store)
+    with pytest.raises(ClaimlabError, match="^the worker's archive: not a tar archive$"):
+        transfer.import_run(b"not an archive", store)
+    assert not list(store.glob("*/*/manifest.json"))
+
+
 def test_import_refuses_a_manifest_naming_a_path_or_a_stored_run_under_another_name(tmp_path):
     # Before: the manifest's experiment was taken as a folder: "../../escaped" put the run outside
     # the store, "copy" stored a second copy of a stored run, 5 or "checksums": "abc" a traceback.
