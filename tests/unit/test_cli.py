@@ -455,3 +455,11 @@ def test_validate_takes_a_folder_and_a_folder_named_as_a_params_file_is_one_line
     with pytest.raises(ClaimlabError, match=r"^params: is a folder, not a params file; name one of its files "
                                             r"\(binlog_default.yaml, charset_mismatch.yaml"):
         params_mod.find("params")
+
+
+def test_diff_of_a_target_nothing_declares_lists_the_targets_there_are(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(ROOT)
+    assert cli.main(["diff", "nope", "nope", "--work", str(tmp_path / "work")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("claimlab: error: no params file in params/ declares a target named 'nope' "
+                          "(they declare: mariadb, mysql, ") and err.count("\n") == 1, err

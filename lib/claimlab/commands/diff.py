@@ -84,8 +84,11 @@ def _option_sets(pairs: list[str], source: str):
 
 
 def _find_target(name: str):
+    declared: set[str] = set()
     for path in params_paths([]):
         exp = params_mod.load(path, "quick")
         if name in exp.targets:
             return exp.targets[name]
-    raise ClaimlabError(f"no params file in params/ declares a target named {name!r}")
+        declared |= set(exp.targets)
+    raise ClaimlabError(f"no params file in params/ declares a target named {name!r} "
+                        f"(they declare: {', '.join(sorted(declared)) or 'none'})")
