@@ -17,6 +17,11 @@ endif
 # module's fixtures are built once: its tests mostly start servers and wait on them, so three
 # workers keep two vCPUs busy. TEST_WORKERS=0 runs it in one process.
 TEST_WORKERS ?= 3
+# Python caches compiled modules, and pytest its rewritten tests, in __pycache__/ (ignored by git).
+# Where PYTHONDONTWRITEBYTECODE is set, every process of a report or of the suite (each test
+# worker, command and notebook kernel) would compile claimlab again, and each test worker every
+# test module: the two commands keep the caches.
+unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: setup os-packages mysql flamegraph-tool report test lint clean help
 
@@ -54,9 +59,8 @@ os-packages:
 	  fi; \
 	fi
 
-# uv installs the packages: about 16 s from a warm cache where pip takes 35 s. Bytecode is
-# compiled at install: where PYTHONDONTWRITEBYTECODE is set, every process (each test worker,
-# server-starting subprocess and notebook kernel) would otherwise compile what it imports again.
+# uv installs the packages: about 16 s from a warm cache where pip takes 35 s. Their bytecode is
+# compiled at install, and claimlab's and the tests' are cached as they are first imported (below).
 $(VENV)/.installed: pyproject.toml
 	@test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q uv
