@@ -293,6 +293,8 @@ def per_target(experiment: str, exp: params_mod.Experiment, targets: Iterable[st
     for target in chosen_targets(exp, targets):
         try:
             check_available(exp.targets[target])
+        except Interrupted:   # a signal while `--version` ran is the user's, not the target's
+            raise
         except ClaimlabError as exc:
             log(f"{experiment}: target {target} not run: {exc}")
             continue

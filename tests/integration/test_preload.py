@@ -102,3 +102,20 @@ def test_sigterm_to_prepare_stops_the_server_it_was_loading(tmp_path, write_para
         "claimlab: the tables loaded before the interrupt stay in the cache; the same command loads the rest"]
     gone, alive = psutil.wait_procs(servers, timeout=10)
     assert not alive, [p.pid for p in alive]
+
+
+def test_sigterm_while_prepare_asks_a_server_its_version_interrupts_it(tmp_path, write_params):
+    """Before: a SIGTERM while `mariadbd --version` ran (whether the target can run here) took the
+    default action (exit -15, no word) before any handler was set; with one, the target was
+    reported "not run: interrupted by SIGTERM" and prepare went on and exited 0."""
+    slow = tmp_path / "slow_version.sh"
+    slow.write_text('#!/bin/sh\n[ "$1" = "--version" ] && exec sleep 29.5\nexit 1\n')   # as slow as it can be
+    slow.chmod(0o755)
+    path = write_params(EXP.replace("{kind: mariadb,", f"{{kind: mariadb, binary: {slow},"))
+    code, err, _ = interrupt_when(["prepare", str(path), "--work", str(tmp_path / "work")],
+                                  lambda p: p.cmdline() == ["sleep", "29.5"], signal.SIGTERM,
+                                  env={"CLAIMLAB_DATADIRS": str(tmp_path / "datadirs")})
+    assert code == 130, err[-2000:]
+    assert err.splitlines()[-2:] == [
+        "claimlab: error: interrupted by SIGTERM",
+        "claimlab: the tables loaded before the interrupt stay in the cache; the same command loads the rest"]

@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 from .. import params as params_mod
-from ..errors import Interrupted
+from ..errors import Interrupted, signals_raise
 from . import params_paths
 
 NAME = "prepare"
@@ -38,10 +38,13 @@ def main(args) -> int:
     if args.targets:
         check_targets(exps, args.targets, "--target")
     try:
-        for name, exp in exps.items():
-            for one in per_target(name, exp, args.targets or list(exp.targets), say):
-                for p in preload(one, work_root=args.work, log=say):
-                    print(f"{p.experiment} {p.target} {p.cell}: {p.outcome()}")
+        # From the first program it runs: a SIGTERM while `mariadbd --version` said whether a target
+        # can run here took the default action (exit -15, no word) before preload's own handler.
+        with signals_raise():
+            for name, exp in exps.items():
+                for one in per_target(name, exp, args.targets or list(exp.targets), say):
+                    for p in preload(one, work_root=args.work, log=say):
+                        print(f"{p.experiment} {p.target} {p.cell}: {p.outcome()}")
     except Interrupted as exc:   # its server is stopped; what is cached is whole
         exc.advice = ("the tables loaded before the interrupt stay in the cache; the same command loads the rest",)
         raise
