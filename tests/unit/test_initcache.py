@@ -1,6 +1,7 @@
 """What the cache of initialised data directories keys on, keeps, copies back and evicts."""
 
 import os
+import re
 import shutil
 from pathlib import Path
 from types import SimpleNamespace
@@ -55,6 +56,33 @@ def test_a_copy_leaves_the_server_uuid_and_spare_redo_behind(tmp_path):
     assert sorted(str(p.relative_to(tmp_path / "copy")) for p in (tmp_path / "copy").rglob("*")) == [
         "#innodb_redo", "ibdata1"]
     assert not cache.restore("missing", tmp_path / "none") and not (tmp_path / "none").exists()
+
+
+def _written_bytes() -> int:
+    return int(re.search(r"^write_bytes: (\d+)$", Path("/proc/self/io").read_text(), re.M)[1])
+
+
+def test_a_copy_writes_the_data_and_allocates_the_rest_without_writing_it(tmp_path):
+    """As a server's own fallocate leaves its redo log: the kept entry is sparse, and the copy a
+    server starts on is allocated in full, with only its data written (not 64 MiB of zeros)."""
+    made = tmp_path / "made"
+    made.mkdir()
+    with open(made / "ib_logfile0", "wb") as fh:
+        fh.write(b"\1" * 8192)
+        fh.seek(1 << 22)
+        fh.write(b"\2" * 4096)
+        fh.truncate(64 << 20)
+    cache = InitCache(tmp_path / "cache")
+    assert cache.save("k", made)
+    kept = tmp_path / "cache" / "k" / "data" / "ib_logfile0"
+    assert kept.stat().st_blocks * 512 < 1 << 20
+    before = _written_bytes()
+    assert cache.restore("k", tmp_path / "copy")
+    os.sync()
+    copied = tmp_path / "copy" / "ib_logfile0"
+    assert copied.read_bytes() == (made / "ib_logfile0").read_bytes()
+    assert copied.stat().st_blocks * 512 >= copied.stat().st_size == 64 << 20
+    assert _written_bytes() - before < 4 << 20
 
 
 def test_the_least_recently_used_entries_go_beyond_the_bound(tmp_path, monkeypatch):
