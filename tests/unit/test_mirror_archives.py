@@ -99,6 +99,23 @@ def test_an_archive_unlike_its_listed_checksum_is_refused_before_extraction(mirr
     assert not list((tmp_path / "cache" / "mysql").glob("mysql-5.7.23*"))
 
 
+def test_a_folder_without_sums_gives_a_release_by_its_vendor_name_and_the_targets_checksum(tmp_path, monkeypatch):
+    """A plain folder of archives: the release is found under MySQL's own file name and checked
+    against the target's `sha256`; a wrong one is refused before anything is extracted."""
+    folder = tmp_path / "plain"
+    folder.mkdir()
+    name = "mysql-9.7.4-linux-glibc2.28-x86_64.tar.xz"
+    sha = _archive(folder / name, "/x/bin/mysqld  Ver 9.7.4 for Linux on x86_64 (MySQL Community Server - GPL)")
+    monkeypatch.setenv("CLAIMLAB_CACHE", str(tmp_path / "cache"))
+    wrong = TargetSpec(name="v", kind="mysql-tarball", version="9.7.4", mirror=folder.as_uri(), sha256="0" * 64)
+    with pytest.raises(TargetUnavailable, match=f"{name} sha256 is {sha}, expected 0+: refusing it"):
+        installation(wrong)
+    assert not list((tmp_path / "cache" / "mysql").glob("mysql-9.7.4*"))
+    inst = installation(TargetSpec(name="v", kind="mysql-tarball", version="9.7.4", mirror=folder.as_uri(), sha256=sha))
+    assert inst.archive == name and inst.archive_sha256 == sha and inst.provenance()["origin"] == "vendor tarball"
+    assert not (tmp_path / "cache" / "downloads").exists()        # read in place
+
+
 def test_without_a_mirror_the_target_says_how_to_give_one(monkeypatch, tmp_path):
     monkeypatch.delenv(tarball.MIRROR_ENV, raising=False)
     monkeypatch.setenv("CLAIMLAB_CACHE", str(tmp_path / "cache"))
