@@ -17,8 +17,9 @@ def _launcher(work, cache) -> Launcher:
 
 
 def test_a_configuration_is_initialised_once_and_copied_after(tmp_path, monkeypatch, mariadbd):
-    """Two work directories, one configuration: the installer runs once. Another configuration is
-    initialised on its own. The kept directory is sparse; the copy a server starts on is not."""
+    """Two work directories, two buffer pool sizes: the installer runs once. A configuration that
+    can change what it makes (another server character set) is initialised on its own. The kept
+    directory is sparse; the copy a server starts on is not."""
     real = shutil.which("mariadb-install-db") or shutil.which("mysql_install_db")
     counted = tmp_path / "bin" / "mariadb-install-db"
     counted.parent.mkdir()
@@ -26,8 +27,10 @@ def test_a_configuration_is_initialised_once_and_copied_after(tmp_path, monkeypa
     counted.chmod(0o755)
     monkeypatch.setenv("PATH", f"{counted.parent}:{os.environ['PATH']}")
     target = TargetSpec(name="default", kind="mariadb")
+    configurations = (("a", POOL), ("b", POOL), ("b", ServerOptions(innodb_buffer_pool_size="96M")),
+                      ("b", ServerOptions(character_set_server="utf8mb4")))
     servers = [_launcher(tmp_path / work, tmp_path / "initialised").prepare(target, options)
-               for work, options in (("a", POOL), ("b", POOL), ("b", ServerOptions(innodb_buffer_pool_size="96M")))]
+               for work, options in configurations]
     for srv in servers:
         with srv.start():
             assert query(srv, "SELECT COUNT(*) FROM mysql.func") == [(0,)]

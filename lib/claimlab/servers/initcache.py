@@ -3,9 +3,10 @@
 `mysqld --initialize-insecure` (3-6 s, most of it the bootstrap and RSA key generation) and
 `mariadb-install-db` (0.6-1.4 s) make the same directory for every server of one configuration,
 and a report or the test suite initialises dozens. The first initialisation is kept; later ones
-start from a copy of it (0.1-0.3 s). The key covers everything an initialisation reads: the
-server program and the program that initialises it (path, size, modification time), the version,
-the layout and every server option. Entries are stored sparse (MariaDB's 96 MiB redo log file is
+start from a copy of it (0.1-0.3 s). The key covers everything that can change what an
+initialisation makes: the server program and the program that initialises it (path, size,
+modification time), the version, the layout and every server option but those that only tune a
+running server (`RUNTIME_ONLY`). Entries are stored sparse (MariaDB's 96 MiB redo log file is
 zeros: 6.5 MiB on disk) and copied back in full, so a server writes into allocated files, as after
 its own initialisation. MySQL's `auto.cnf` is not copied: each server makes its own server_uuid.
 A copy that fails costs only the time: the server initialises as it would without the cache.
@@ -27,7 +28,12 @@ import shutil
 from pathlib import Path
 from typing import Callable
 
-FORMAT = 1                       # bump when what a key covers changes
+FORMAT = 2                       # bump when what a key covers changes
+# Options that change how a running server uses memory and syncs, never what an initialisation
+# writes: servers differing only in these start from one initialised directory (the suite's and a
+# report's MariaDB and MySQL servers initialised half as often). The binary log's switch and format
+# stay in the key (an installer that logged would leave binary logs behind).
+RUNTIME_ONLY = ("innodb_buffer_pool_size", "innodb_flush_log_at_trx_commit", "sync_binlog")
 MAX_BYTES = 2 * 1024 ** 3        # on disk; the least recently used go first
 # MySQL 8.0.30+ keeps 31 spare redo log files of zeros beside the one in use (#innodb_redo,
 # innodb_redo_log_capacity / 32 each: 496 MB of C2's 835 MB at 512M) and makes any that are
@@ -53,7 +59,8 @@ class InitCache:
             return None
         described = {"format": FORMAT, "programs": identity, "version": inst.version_text,
                      "basedir": str(inst.basedir), "layout": list(inst.layout_lines),
-                     "kind": server.target.kind, "options": server.options.as_dict()}
+                     "kind": server.target.kind,
+                     "options": {k: v for k, v in server.options.as_dict().items() if k not in RUNTIME_ONLY}}
         return hashlib.sha256(json.dumps(described, sort_keys=True, default=str).encode()).hexdigest()[:24]
 
     def restore(self, key: str, partial: Path) -> bool:
