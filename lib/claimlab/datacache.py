@@ -23,7 +23,7 @@ from pathlib import Path
 
 from .errors import DataError
 from .servers import cache_dir
-from .servers.initcache import SPARE_REDO, copy_tree, keep_entry
+from .servers.initcache import copy_tree, keep_entry
 from .writer import write_atomic
 
 MIN_LOAD_S = 1.0                 # made faster, a directory costs less than a copy (200 MB: 0.3 s)
@@ -104,7 +104,7 @@ def restore(server, cache_key: str | None) -> bool:
     partial = server.home / "data.partial"
     shutil.rmtree(partial, ignore_errors=True)
     try:
-        copy_tree(entry / "data", partial, ignore=SPARE_REDO, allocate=True)   # older entries hold them
+        copy_tree(entry / "data", partial, allocate=True)
         password = entry / "root.password"
         if password.exists():
             fd = os.open(server.password_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -138,7 +138,7 @@ def save(server, cache_key: str | None) -> bool:
         return False
 
     def fill(tmp: Path) -> None:
-        copy_tree(server.datadir, tmp / "data", ignore=SPARE_REDO)
+        copy_tree(server.datadir, tmp / "data")
         if server.password_file.exists():
             fd = os.open(tmp / "root.password", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             with os.fdopen(fd, "w") as fh:

@@ -50,13 +50,13 @@ def test_the_key_covers_options_and_both_programs(tmp_path):
     assert cache.key(_server(tmp_path, installer)) is None
 
 
-def test_a_copy_leaves_the_server_uuid_and_spare_redo_behind(tmp_path):
+def test_a_copy_leaves_the_server_uuid_behind(tmp_path):
     cache = InitCache(tmp_path / "cache")
     assert cache.save("k", _datadir(tmp_path / "made"))
     assert not cache.save("k", _datadir(tmp_path / "made twice"))     # the first kept stays
     assert cache.restore("k", tmp_path / "copy")
     assert sorted(str(p.relative_to(tmp_path / "copy")) for p in (tmp_path / "copy").rglob("*")) == [
-        "#innodb_redo", "ibdata1"]
+        "#innodb_redo", "#innodb_redo/#ib_redo1_tmp", "ibdata1"]
     assert not cache.restore("missing", tmp_path / "none") and not (tmp_path / "none").exists()
 
 

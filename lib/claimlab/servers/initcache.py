@@ -35,14 +35,11 @@ FORMAT = 2                       # bump when what a key covers changes
 # stay in the key (an installer that logged would leave binary logs behind).
 RUNTIME_ONLY = ("innodb_buffer_pool_size", "innodb_flush_log_at_trx_commit", "sync_binlog")
 MAX_BYTES = 2 * 1024 ** 3        # on disk; the least recently used go first
-# MySQL 8.0.30+ keeps 31 spare redo log files of zeros beside the one in use (#innodb_redo,
+# MySQL 8.0.30+ keeps 31 spare redo log files beside the one in use (#innodb_redo,
 # innodb_redo_log_capacity / 32 each: 496 MB of C2's 835 MB at 512M) and makes any that are
-# missing at its start, allocated in full, as its initialisation did. Left out of the copies (here
-# and in the loaded-directory cache), a start copies 0.1-0.2 s instead of 0.4-2.2 s; the disk
-# writes the same either way (tests/integration/test_mysql.py).
-_SPARE_REDO_FILES = "#ib_redo*_tmp"
-SPARE_REDO = shutil.ignore_patterns(_SPARE_REDO_FILES)
-_COPIED_BACK = shutil.ignore_patterns(_SPARE_REDO_FILES, "auto.cnf")
+# missing at its start by writing them in full. They are copied as every file is (`copy_tree`):
+# their few blocks of data written, the rest allocated, so a start from a copy writes none of them.
+_COPIED_BACK = shutil.ignore_patterns("auto.cnf")
 
 
 class InitCache:
