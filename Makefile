@@ -13,10 +13,11 @@ MYSQL_MIRROR_DIR := $(abspath ../shared/mysql-mirror)
 ifneq ($(wildcard $(MYSQL_MIRROR_DIR)/SHA256SUMS),)
 export CLAIMLAB_MYSQL_MIRROR ?= file://$(MYSQL_MIRROR_DIR)
 endif
-# The suite runs in three worker processes (pytest-xdist), each taking whole modules so that a
-# module's fixtures are built once: its tests mostly start servers and wait on them, so three
-# workers keep two vCPUs busy. TEST_WORKERS=0 runs it in one process.
-TEST_WORKERS ?= 3
+# The suite runs in four worker processes (pytest-xdist), each taking whole modules so that a
+# module's fixtures are built once: its tests mostly start servers and wait on them, so four
+# workers keep two vCPUs busy (three left them idle a tenth of the time). TEST_WORKERS=0 runs it
+# in one process.
+TEST_WORKERS ?= 4
 # Python caches compiled modules, and pytest its rewritten tests, in __pycache__/ (ignored by git).
 # Where PYTHONDONTWRITEBYTECODE is set, every process of a report or of the suite (each test
 # worker, command and notebook kernel) would compile claimlab again, and each test worker every

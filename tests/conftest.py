@@ -192,7 +192,7 @@ def pytest_sessionfinish(session, exitstatus):
         shutil.rmtree(_DATADIRS, ignore_errors=True)
 
 
-# The longest modules first, then the tiers. With three workers (Makefile) each taking whole
+# The longest modules first, then the tiers. With four workers (Makefile) each taking whole
 # modules, a long module that starts late is the suite's tail. Measured with pytest --durations:
 # the notebook modules build reports for three to four minutes each (the smoke report on both
 # servers; the re-render of the shipped runs), test_mysql and test_runner take about three
