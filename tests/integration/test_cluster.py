@@ -73,7 +73,7 @@ class Cluster:
         # the HTTP routes (health, metrics) listen even without the dashboard: on all addresses
         # unless told otherwise
         self.start("scheduler", [DASK, "scheduler", "--host", host, "--port", self.address.rsplit(":", 1)[1],
-                                 "--no-dashboard", "--dashboard-address", f"{host}:0"], dict(os.environ))
+                                 "--no-dashboard", "--dashboard-address", f"{host}:0"], self.env())
 
     def start(self, name: str, cmd: list[str], env: dict) -> None:
         log = open(self.root / f"{name}.log", "ab")
@@ -81,13 +81,17 @@ class Cluster:
                                             stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                             start_new_session=True)
 
+    def env(self, **more: str) -> dict[str, str]:
+        """Dask's scratch space (a killed worker's stays behind) in the test's directory, not /tmp."""
+        return dict(os.environ, DASK_TEMPORARY_DIRECTORY=str(self.root / "dask-scratch"), **more)
+
     def worker_dir(self, name: str) -> Path:
         return self.root / name
 
     def start_worker(self, name: str) -> None:
         home = self.worker_dir(name)
-        env = dict(os.environ, CLAIMLAB_WORKER_DIR=str(home), CLAIMLAB_DATADIRS=str(home / "datadirs"),
-                   CLAIMLAB_PLACEMENT_DIR=str(home / "placement"), CLAIMLAB_CACHE=str(home / "cache"))
+        env = self.env(CLAIMLAB_WORKER_DIR=str(home), CLAIMLAB_DATADIRS=str(home / "datadirs"),
+                       CLAIMLAB_PLACEMENT_DIR=str(home / "placement"), CLAIMLAB_CACHE=str(home / "cache"))
         (home / "placement").mkdir(parents=True, exist_ok=True)
         if name == "bench-c":
             bin_dir = home / "bin"
@@ -363,11 +367,12 @@ def test_a_port_where_no_scheduler_answers_is_one_line_in_bounded_time():
         server.shutdown()
 
 
-def test_a_worker_started_without_a_name_is_refused_in_one_line():
+def test_a_worker_started_without_a_name_is_refused_in_one_line(tmp_path):
     """Dask names an unnamed worker by its address, whose port changes at every start: a session
     could not find the host again on --resume, nor a manifest name it."""
     import asyncio
 
+    import dask
     from distributed import Client, Scheduler, Worker
 
     async def workers():
@@ -375,7 +380,8 @@ def test_a_worker_started_without_a_name_is_refused_in_one_line():
                 Client(s.address, asynchronous=True) as client:
             return (await client.scheduler.identity())["workers"]
 
-    found = asyncio.run(workers())
+    with dask.config.set({"temporary-directory": str(tmp_path)}):     # their scratch space, not /tmp's
+        found = asyncio.run(workers())
     (address,) = found
     with pytest.raises(ClaimlabError, match=f"^cluster: the worker at {re.escape(address)} has no name; start it "
                                             "with `--name HOST`"):
