@@ -13,8 +13,8 @@ A copy that fails costs only the time: the server initialises as it would withou
 
 "Copied back in full" means allocated, not written: the servers allocate their redo logs and
 tablespaces with fallocate (ext4 keeps the blocks as unwritten extents), so a copy writes the
-data and allocates the rest the same way (`copy_tree`). Writing the zeros instead (as `cp`
-does) wrote 96 MiB per MariaDB start and most of a test run's disk traffic.
+data and allocates the rest the same way (`copy_tree`). Writing the zeros instead (as
+`shutil.copytree` does) wrote 96 MiB per MariaDB start and most of a test run's disk traffic.
 """
 
 from __future__ import annotations
@@ -30,9 +30,9 @@ from typing import Callable
 
 FORMAT = 2                       # bump when what a key covers changes
 # Options that change how a running server uses memory and syncs, never what an initialisation
-# writes: servers differing only in these start from one initialised directory (the suite's and a
-# report's MariaDB and MySQL servers initialised half as often). The binary log's switch and format
-# stay in the key (an installer that logged would leave binary logs behind).
+# writes: servers differing only in these start from one initialised directory (the test suite's
+# 51 distinct initialisations became 30). The binary log's switch and format stay in the key (an
+# installer that logged would leave binary logs behind).
 RUNTIME_ONLY = ("innodb_buffer_pool_size", "innodb_flush_log_at_trx_commit", "sync_binlog")
 MAX_BYTES = 2 * 1024 ** 3        # on disk; the least recently used go first
 # MySQL 8.0.30+ keeps 31 spare redo log files beside the one in use (#innodb_redo,
