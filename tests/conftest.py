@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -304,6 +305,11 @@ def looks_that_go_on(reason):
         return False, reason(seen[-1])
 
     return seen, should_stop
+
+def written_bytes() -> int:
+    """Bytes this process (and the children it reaped) sent toward storage: /proc/self/io."""
+    return int(re.search(r"^write_bytes: (\d+)$", Path("/proc/self/io").read_text(), re.M)[1])
+
 
 def pid_alive(pid: int) -> bool:
     """Running, not a zombie (which still answers kill(0))."""

@@ -5,9 +5,7 @@ Debian build packed into MySQL's generic tarball layout. Skipped (one line) wher
 import hashlib
 import json
 import os
-import re
 import signal
-from pathlib import Path
 
 import psutil
 import pytest
@@ -24,7 +22,7 @@ from claimlab.servers import (
     verify_settings,
 )
 from claimlab.store import read_results
-from conftest import pid_alive, query
+from conftest import pid_alive, query, written_bytes
 
 
 def test_settings_read_back_from_the_server(mysql_launcher, mysql_target):
@@ -81,19 +79,15 @@ def test_a_cached_data_directory_keeps_the_spare_redo_files_allocated_not_writte
     kept = list((tmp_path / "datadirs" / key / "data" / "#innodb_redo").glob("#ib_redo*_tmp"))
     assert len(kept) == 31 and sum(p.stat().st_blocks * 512 for p in kept) < size
     copy = mysql_launcher.prepare(mysql_target, ServerOptions(), slot=8)
-    before = _written_bytes()
+    before = written_bytes()
     assert datacache.restore(copy, key)
-    written = _written_bytes() - before
+    written = written_bytes() - before
     copied = list((copy.datadir / "#innodb_redo").glob("#ib_redo*_tmp"))
     assert _allocated(copied, size)
     others = sum(p.stat().st_size for p in copy.datadir.rglob("*") if p.is_file() and p not in copied)
     assert written < others + 31 * size / 8, (written, others)     # a spare file: a block of data at most
     with copy.start() as srv2:
         assert query(srv2, "SELECT COUNT(*) FROM claimlab_spare.t") == [(2,)]
-
-
-def _written_bytes() -> int:
-    return int(re.search(r"^write_bytes: (\d+)$", Path("/proc/self/io").read_text(), re.M)[1])
 
 
 def _allocated(files: list, size: int) -> bool:

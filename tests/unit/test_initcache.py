@@ -1,7 +1,6 @@
 """What the cache of initialised data directories keys on, keeps, copies back and evicts."""
 
 import os
-import re
 import shutil
 from pathlib import Path
 from types import SimpleNamespace
@@ -9,6 +8,7 @@ from types import SimpleNamespace
 from claimlab import datacache
 from claimlab.servers import ServerOptions, TargetSpec, initcache
 from claimlab.servers.initcache import InitCache
+from conftest import written_bytes
 
 DEFAULTS = ServerOptions()
 
@@ -60,9 +60,6 @@ def test_a_copy_leaves_the_server_uuid_behind(tmp_path):
     assert not cache.restore("missing", tmp_path / "none") and not (tmp_path / "none").exists()
 
 
-def _written_bytes() -> int:
-    return int(re.search(r"^write_bytes: (\d+)$", Path("/proc/self/io").read_text(), re.M)[1])
-
 
 def test_a_copy_writes_the_data_and_allocates_the_rest_without_writing_it(tmp_path):
     """As a server's own fallocate leaves its redo log: the kept entry is sparse, and the copy a
@@ -78,13 +75,13 @@ def test_a_copy_writes_the_data_and_allocates_the_rest_without_writing_it(tmp_pa
     assert cache.save("k", made)
     kept = tmp_path / "cache" / "k" / "data" / "ib_logfile0"
     assert kept.stat().st_blocks * 512 < 1 << 20
-    before = _written_bytes()
+    before = written_bytes()
     assert cache.restore("k", tmp_path / "copy")
     os.sync()
     copied = tmp_path / "copy" / "ib_logfile0"
     assert copied.read_bytes() == (made / "ib_logfile0").read_bytes()
     assert copied.stat().st_blocks * 512 >= copied.stat().st_size == 64 << 20
-    assert _written_bytes() - before < 4 << 20
+    assert written_bytes() - before < 4 << 20
 
 
 def test_the_least_recently_used_entries_go_beyond_the_bound(tmp_path, monkeypatch):
